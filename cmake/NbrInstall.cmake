@@ -1,0 +1,29 @@
+# Installs the library, its header, a CMake package (find_package(nbrcoll)
+# -> nbrcoll::nbrcoll) and a pkg-config file.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS nbrcoll EXPORT nbrcollTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/include/nbrcoll.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(NBR_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/nbrcoll)
+install(EXPORT nbrcollTargets NAMESPACE nbrcoll:: DESTINATION ${NBR_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/nbrcollConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/nbrcollConfig.cmake INSTALL_DESTINATION ${NBR_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/nbrcollConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/nbrcollConfig.cmake
+  ${PROJECT_BINARY_DIR}/nbrcollConfigVersion.cmake DESTINATION ${NBR_CMAKE_DIR})
+
+# Name the MPI's own pkg-config module when it has one (Open MPI: ompi-c,
+# MPICH: mpich), so `pkg-config --cflags nbrcoll` finds mpi.h too.
+pkg_search_module(NBR_PC_MPI QUIET ompi-c mpich mpi)
+set(NBR_PC_REQUIRES "${NBR_PC_MPI_MODULE_NAME}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/nbrcoll.pc.in
+  ${PROJECT_BINARY_DIR}/nbrcoll.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/nbrcoll.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

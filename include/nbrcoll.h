@@ -1,0 +1,237 @@
+/*
+ * nbrcoll: fast MPI neighborhood collectives for GPU clusters.
+ *
+ * Every call takes the user's distributed-graph communicator (one made by
+ * MPI_Dist_graph_create(_adjacent) or by the nbr_ constructors below) and
+ * behaves like its MPI namesake: same arguments, same result in recvbuf.
+ * Porting an application is a rename from MPI_Neighbor_* to nbr_neighbor_*.
+ *
+ * Library state (neighbor lists, node map, algorithm plans) is cached on the
+ * communicator with an MPI attribute and freed when the communicator is freed.
+ * A communicator that nbrcoll did not create is set up lazily, collectively,
+ * on the first nbrcoll call that uses it.
+ *
+ * Every function returns NBR_SUCCESS (0) or a negative nbr_status_t; none
+ * aborts, none prints except through the logger (env NBR_LOG).
+ *
+ * Configuration (MPI_Info key / environment variable; the environment wins):
+ *   nbr_algorithm        / NBR_ALGORITHM        algorithm name, see
+ *                                               nbr_algorithm_names()
+ *   nbr_ranks_per_node   / NBR_RANKS_PER_NODE   split the job into virtual
+ *                                               nodes of this many ranks
+ *   nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET virtual CPU sockets inside
+ *                                               each node
+ *                          NBR_LOG              error|warn|info|debug
+ *                          NBR_DUMP_PLAN        directory: write every plan
+ *                                               built, one file per rank
+ *
+ * Thread safety: calls on different communicators may run concurrently from
+ * different threads (with MPI_THREAD_MULTIPLE); calls on one communicator
+ * must be serialised by the caller, as for MPI collectives.
+ *
+ * Error agreement: nbr_dist_graph_create(_adjacent) and the persistent _init
+ * calls agree on errors collectively (every rank returns the same status).
+ * Blocking and nonblocking calls check their arguments locally before any
+ * communication; as in MPI, every rank must pass consistent arguments.
+ */
+#ifndef NBRCOLL_H
+#define NBRCOLL_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define NBR_API __attribute__((visibility("default")))
+#else
+#define NBR_API
+#endif
+
+#define NBRCOLL_VERSION_MAJOR 0
+#define NBRCOLL_VERSION_MINOR 1
+#define NBRCOLL_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum nbr_status {
+    NBR_SUCCESS = 0,
+    NBR_ERR_ARG = -1,           /* invalid argument not covered below */
+    NBR_ERR_BUFFER = -2,        /* NULL buffer where data is moved */
+    NBR_ERR_COUNT = -3,         /* negative count, degree or displacement */
+    NBR_ERR_RANK = -4,          /* neighbor rank outside the communicator */
+    NBR_ERR_TOPOLOGY = -5,      /* communicator has no dist-graph topology */
+    NBR_ERR_DATATYPE = -6,      /* invalid or uncommitted datatype */
+    NBR_ERR_TYPE_MISMATCH = -7, /* send and receive type signatures differ */
+    NBR_ERR_ALGORITHM = -8,     /* unknown algorithm name */
+    NBR_ERR_INFO = -9,          /* malformed MPI_Info / environment value */
+    NBR_ERR_NOMEM = -10,        /* allocation failed */
+    NBR_ERR_MPI = -11,          /* an MPI call failed (logged with its text) */
+    NBR_ERR_REQUEST = -12,      /* request NULL or in the wrong state */
+    NBR_ERR_COMM = -13,         /* MPI_COMM_NULL or an intercommunicator */
+    NBR_ERR_UNSUPPORTED = -14,  /* valid, but not supported by this build */
+    NBR_ERR_INTERNAL = -15,     /* a library invariant failed: a bug */
+    NBR_ERR_IO = -16            /* a file could not be read or written */
+} nbr_status_t;
+
+/* Static description of a status; never NULL. */
+NBR_API const char *nbr_error_string(int status);
+
+/* ----------------------------------------------------- communicators */
+
+/* Same arguments as MPI_Dist_graph_create_adjacent. Creates the
+ * communicator, attaches nbrcoll state and builds plans eagerly (collective
+ * over comm_old). info may carry the nbr_* keys listed above; it is also
+ * passed to MPI. */
+NBR_API int nbr_dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
+                                           const int sources[],
+                                           const int sourceweights[],
+                                           int outdegree,
+                                           const int destinations[],
+                                           const int destweights[],
+                                           MPI_Info info, int reorder,
+                                           MPI_Comm *comm_dist_graph);
+
+/* Same arguments as MPI_Dist_graph_create: rank i names n source ranks, the
+ * j-th with degrees[j] destinations. Neighbor lists are discovered with the
+ * NBX sparse exchange (Issend + Ibarrier), never with an O(P) alltoall; the
+ * result is an adjacent dist-graph communicator whose in- and out-lists are
+ * ordered by (peer rank, naming rank, position in the naming rank's list),
+ * so repeated edges pair up consistently. reorder is accepted and ignored
+ * (ranks are never reordered). */
+NBR_API int nbr_dist_graph_create(MPI_Comm comm_old, int n,
+                                  const int sources[], const int degrees[],
+                                  const int destinations[],
+                                  const int weights[], MPI_Info info,
+                                  int reorder, MPI_Comm *comm_dist_graph);
+
+/* Attach nbrcoll state to an existing dist-graph communicator now, with
+ * configuration from info (may be MPI_INFO_NULL). Collective. Optional: any
+ * nbr_ call does it lazily with configuration from the environment. */
+NBR_API int nbr_comm_attach(MPI_Comm comm, MPI_Info info);
+
+/* ------------------------------------------------------- algorithms */
+
+/* Comma-separated list of algorithm names accepted by nbr_algorithm /
+ * NBR_ALGORITHM, e.g. "naive". Static storage. */
+NBR_API const char *nbr_algorithm_names(void);
+
+/* One-line description of an algorithm, or NULL if the name is unknown. */
+NBR_API const char *nbr_algorithm_description(const char *name);
+
+/* Name of the algorithm in use on comm (sets the communicator up if needed). */
+NBR_API int nbr_comm_algorithm(MPI_Comm comm, const char **name);
+
+/* --------------------------------------------------------- blocking */
+
+NBR_API int nbr_neighbor_allgather(const void *sendbuf, int sendcount,
+                                   MPI_Datatype sendtype, void *recvbuf,
+                                   int recvcount, MPI_Datatype recvtype,
+                                   MPI_Comm comm);
+
+NBR_API int nbr_neighbor_allgatherv(const void *sendbuf, int sendcount,
+                                    MPI_Datatype sendtype, void *recvbuf,
+                                    const int recvcounts[], const int displs[],
+                                    MPI_Datatype recvtype, MPI_Comm comm);
+
+NBR_API int nbr_neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
+                                   const int sdispls[], MPI_Datatype sendtype,
+                                   void *recvbuf, const int recvcounts[],
+                                   const int rdispls[], MPI_Datatype recvtype,
+                                   MPI_Comm comm);
+
+/* --------------------------------------------------------- requests */
+
+/* Opaque handle of a nonblocking or persistent operation. */
+typedef struct nbr_request *nbr_request_t;
+#define NBR_REQUEST_NULL ((nbr_request_t)0)
+
+/* ------------------------------------------------------ nonblocking */
+/* Complete with nbr_wait / nbr_test, which set *request to NBR_REQUEST_NULL.
+ * The count and displacement arrays are copied: the caller may reuse them at
+ * once. Buffers must stay untouched until completion, as in MPI. */
+
+NBR_API int nbr_neighbor_iallgather(const void *sendbuf, int sendcount,
+                                    MPI_Datatype sendtype, void *recvbuf,
+                                    int recvcount, MPI_Datatype recvtype,
+                                    MPI_Comm comm, nbr_request_t *request);
+
+NBR_API int nbr_neighbor_iallgatherv(const void *sendbuf, int sendcount,
+                                     MPI_Datatype sendtype, void *recvbuf,
+                                     const int recvcounts[], const int displs[],
+                                     MPI_Datatype recvtype, MPI_Comm comm,
+                                     nbr_request_t *request);
+
+NBR_API int nbr_neighbor_ialltoallv(const void *sendbuf,
+                                    const int sendcounts[], const int sdispls[],
+                                    MPI_Datatype sendtype, void *recvbuf,
+                                    const int recvcounts[], const int rdispls[],
+                                    MPI_Datatype recvtype, MPI_Comm comm,
+                                    nbr_request_t *request);
+
+/* ------------------------------------------------------- persistent */
+/* MPI-4 argument order. The plan and its MPI persistent requests are built
+ * once (collectively); nbr_start runs it, nbr_wait / nbr_test complete one
+ * run and leave the request inactive for the next nbr_start. Free with
+ * nbr_request_free. info may carry nbr_algorithm for this request only. */
+
+NBR_API int nbr_neighbor_allgather_init(const void *sendbuf, int sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf,
+                                        int recvcount, MPI_Datatype recvtype,
+                                        MPI_Comm comm, MPI_Info info,
+                                        nbr_request_t *request);
+
+NBR_API int nbr_neighbor_allgatherv_init(const void *sendbuf, int sendcount,
+                                         MPI_Datatype sendtype, void *recvbuf,
+                                         const int recvcounts[],
+                                         const int displs[],
+                                         MPI_Datatype recvtype, MPI_Comm comm,
+                                         MPI_Info info, nbr_request_t *request);
+
+NBR_API int nbr_neighbor_alltoallv_init(const void *sendbuf,
+                                        const int sendcounts[],
+                                        const int sdispls[],
+                                        MPI_Datatype sendtype, void *recvbuf,
+                                        const int recvcounts[],
+                                        const int rdispls[],
+                                        MPI_Datatype recvtype, MPI_Comm comm,
+                                        MPI_Info info, nbr_request_t *request);
+
+NBR_API int nbr_start(nbr_request_t *request);
+NBR_API int nbr_wait(nbr_request_t *request);
+/* *flag is set to 1 when the operation completed, else 0. */
+NBR_API int nbr_test(nbr_request_t *request, int *flag);
+/* Frees an inactive persistent request (or a completed one); sets
+ * *request to NBR_REQUEST_NULL. Freeing an active request is an error. */
+NBR_API int nbr_request_free(nbr_request_t *request);
+
+/* --------------------------------------------------------- counters */
+
+/* Traffic this rank sent through nbrcoll on one communicator since it was
+ * set up (or last reset). Messages to the rank itself are local copies. */
+typedef struct nbr_counters {
+    uint64_t calls;               /* collective operations completed */
+    uint64_t msgs_intra_node;     /* messages to ranks on this rank's node */
+    uint64_t bytes_intra_node;
+    uint64_t msgs_inter_node;     /* messages to ranks on other nodes */
+    uint64_t bytes_inter_node;
+    uint64_t msgs_off_socket;     /* messages leaving this rank's CPU socket */
+    uint64_t bytes_off_socket;    /*   (inter-node ones included) */
+    uint64_t local_copies;        /* copies inside this rank's memory */
+    uint64_t bytes_local_copies;
+} nbr_counters_t;
+
+NBR_API int nbr_get_counters(MPI_Comm comm, nbr_counters_t *counters);
+NBR_API int nbr_reset_counters(MPI_Comm comm);
+
+/* Node and socket layout nbrcoll uses on comm (virtual or real). */
+NBR_API int nbr_comm_locality(MPI_Comm comm, int *num_nodes, int *my_node,
+                              int *my_socket);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NBRCOLL_H */

@@ -1,0 +1,58 @@
+#include "algorithm.h"
+
+#include <nbrcoll.h>
+#include <string.h>
+
+static const nbr_algorithm_t algorithms[NBR_NUM_ALGORITHMS] = {
+    {NBR_ALG_NAIVE, "naive",
+     "one isend/irecv per edge, as MPI libraries do: the baseline",
+     nbr_build_naive},
+};
+
+const nbr_algorithm_t *nbr_algorithm_find(const char *name)
+{
+    for (int i = 0; name && i < NBR_NUM_ALGORITHMS; i++)
+        if (strcmp(algorithms[i].name, name) == 0)
+            return &algorithms[i];
+    return NULL;
+}
+
+const nbr_algorithm_t *nbr_default_algorithm(void)
+{
+    return &algorithms[NBR_ALG_NAIVE];
+}
+
+int nbr_build_plan(const nbr_algorithm_t *algorithm,
+                   const nbr_plan_input_t *input, nbr_plan_t *plan)
+{
+    nbr_plan_init(plan, input->rank, input->nranks, input->layout->coll,
+                  algorithm->name);
+    int rc = algorithm->build(input, plan);
+    if (rc == NBR_SUCCESS) {
+        const nbr_locality_t *loc = input->locality;
+        rc = nbr_plan_seal(plan, loc ? loc->node_of : NULL, loc ? loc->socket_of : NULL);
+    }
+    if (rc != NBR_SUCCESS)
+        nbr_plan_free(plan);
+    return rc;
+}
+
+const char *nbr_algorithm_names(void)
+{
+    /* Built from the table once; the table is constant. */
+    static char names[256];
+    if (names[0] == '\0') {
+        for (int i = 0; i < NBR_NUM_ALGORITHMS; i++) {
+            if (i)
+                strncat(names, ",", sizeof names - strlen(names) - 1);
+            strncat(names, algorithms[i].name, sizeof names - strlen(names) - 1);
+        }
+    }
+    return names;
+}
+
+const char *nbr_algorithm_description(const char *name)
+{
+    const nbr_algorithm_t *algorithm = nbr_algorithm_find(name);
+    return algorithm ? algorithm->description : NULL;
+}

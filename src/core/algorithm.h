@@ -1,0 +1,44 @@
+/* The algorithm table: every plan builder nbrcoll knows, by name. */
+#ifndef NBR_ALGORITHM_H
+#define NBR_ALGORITHM_H
+
+#include "plan.h"
+#include "../topo/locality.h"
+
+/* Everything a builder may look at for one rank. Pure data. */
+typedef struct nbr_plan_input {
+    int rank;
+    int nranks;
+    int indegree;
+    int outdegree;
+    const int *sources;      /* in-neighbors, in MPI order */
+    const int *destinations; /* out-neighbors, in MPI order */
+    const nbr_locality_t *locality; /* may be NULL (one node) */
+    const nbr_layout_t *layout;
+} nbr_plan_input_t;
+
+typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan);
+
+typedef enum nbr_algorithm_id {
+    NBR_ALG_NAIVE = 0,
+    NBR_NUM_ALGORITHMS
+} nbr_algorithm_id_t;
+
+typedef struct nbr_algorithm {
+    nbr_algorithm_id_t id;
+    const char *name;
+    const char *description;
+    nbr_build_plan_fn build; /* fills a plan (not sealed) */
+} nbr_algorithm_t;
+
+const nbr_algorithm_t *nbr_algorithm_find(const char *name);
+const nbr_algorithm_t *nbr_default_algorithm(void);
+
+/* Builds and seals one rank's plan with the given algorithm. */
+int nbr_build_plan(const nbr_algorithm_t *algorithm,
+                   const nbr_plan_input_t *input, nbr_plan_t *plan);
+
+/* Builders (src/host, src/device). */
+int nbr_build_naive(const nbr_plan_input_t *input, nbr_plan_t *plan);
+
+#endif

@@ -1,0 +1,244 @@
+#include "comm.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The attribute keyval: created on first use, freed at MPI_Finalize through
+ * an attribute on MPI_COMM_SELF (deleted first thing in MPI_Finalize). */
+static int state_keyval = MPI_KEYVAL_INVALID;
+static int next_comm_id = 0;
+
+static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    nbr_comm_release(value);
+    return MPI_SUCCESS;
+}
+
+static int delete_keyval(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    if (state_keyval != MPI_KEYVAL_INVALID)
+        MPI_Comm_free_keyval(&state_keyval);
+    MPI_Comm_free_keyval(&keyval);
+    return MPI_SUCCESS;
+}
+
+static int ensure_keyval(void)
+{
+    int rc = NBR_SUCCESS, finalizer = MPI_KEYVAL_INVALID;
+    if (state_keyval != MPI_KEYVAL_INVALID)
+        return NBR_SUCCESS;
+    NBR_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state,
+                                         &state_keyval, NULL));
+    NBR_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_keyval,
+                                         &finalizer, NULL));
+    NBR_MPI_CHECK(MPI_Comm_set_attr(MPI_COMM_SELF, finalizer, NULL));
+out:
+    return rc;
+}
+
+int nbr_check_comm(MPI_Comm comm)
+{
+    int inter = 0;
+    if (comm == MPI_COMM_NULL)
+        return NBR_ERR_COMM;
+    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return NBR_ERR_COMM;
+    return NBR_SUCCESS;
+}
+
+void nbr_shared_plan_release(nbr_shared_plan_t *plan)
+{
+    if (!plan || --plan->refs > 0)
+        return;
+    nbr_plan_free(&plan->plan);
+    nbr_layout_free(&plan->layout);
+    free(plan);
+}
+
+void nbr_comm_retain(nbr_comm_t *state)
+{
+    state->refs++;
+}
+
+void nbr_comm_release(nbr_comm_t *state)
+{
+    if (!state || --state->refs > 0)
+        return;
+    for (int c = 0; c < NBR_NUM_COLLECTIVES; c++)
+        nbr_shared_plan_release(state->cache[c]);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && state->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&state->comm);
+    nbr_locality_free(&state->locality);
+    free(state->sources);
+    free(state->destinations);
+    free(state);
+}
+
+static int read_neighbors(nbr_comm_t *state, MPI_Comm comm)
+{
+    int rc = NBR_SUCCESS, weighted = 0;
+    NBR_MPI_CHECK(MPI_Dist_graph_neighbors_count(comm, &state->indegree,
+                                                 &state->outdegree, &weighted));
+    state->sources = malloc(((size_t)state->indegree + 1) * sizeof(int));
+    state->destinations = malloc(((size_t)state->outdegree + 1) * sizeof(int));
+    if (!state->sources || !state->destinations)
+        return NBR_ERR_NOMEM;
+    /* Weights are not needed; MPI_UNWEIGHTED is valid for either kind of
+     * graph. GCC mistakes Open MPI's sentinel address for a 0-byte array. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+    NBR_MPI_CHECK(MPI_Dist_graph_neighbors(comm, state->indegree, state->sources,
+                                           MPI_UNWEIGHTED, state->outdegree,
+                                           state->destinations, MPI_UNWEIGHTED));
+#pragma GCC diagnostic pop
+out:
+    return rc;
+}
+
+static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
+{
+    int rc = NBR_SUCCESS, topology = MPI_UNDEFINED, agreed = NBR_SUCCESS;
+    int flag = 0, *tag_ub = NULL;
+    nbr_comm_t *state = NULL;
+    nbr_config_t config;
+    NBR_MPI_CHECK(MPI_Topo_test(comm, &topology));
+    if (topology != MPI_DIST_GRAPH)
+        return NBR_ERR_TOPOLOGY; /* the same on every rank: no agreement needed */
+    /* Configuration may differ between ranks (per-rank info): agree first so
+     * that every rank returns the same error and nobody is left waiting. */
+    int local = nbr_config_load(info, &config);
+    NBR_MPI_CHECK(MPI_Allreduce(&local, &agreed, 1, MPI_INT, MPI_MIN, comm));
+    if (agreed != NBR_SUCCESS)
+        return agreed;
+    NBR_CHECK(ensure_keyval());
+    state = calloc(1, sizeof(*state));
+    if (!state)
+        return NBR_ERR_NOMEM;
+    state->refs = 1;
+    state->comm = MPI_COMM_NULL;
+    state->config = config;
+    state->algorithm = nbr_algorithm_find(config.algorithm);
+    state->id = next_comm_id++;
+    NBR_MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
+    NBR_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN));
+    NBR_MPI_CHECK(MPI_Comm_rank(comm, &state->rank));
+    NBR_MPI_CHECK(MPI_Comm_size(comm, &state->nranks));
+    NBR_CHECK(read_neighbors(state, comm));
+    NBR_CHECK(nbr_locality_detect(state->comm, config.ranks_per_node,
+                                  config.ranks_per_socket, &state->locality));
+    NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
+    state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL;
+    NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
+    NBR_INFO("comm %d: %d ranks on %d nodes, algorithm %s, in/out degree %d/%d",
+             state->id, state->nranks, state->locality.num_nodes,
+             state->algorithm->name, state->indegree, state->outdegree);
+    *out_state = state;
+    return NBR_SUCCESS;
+out:
+    nbr_comm_release(state);
+    return rc;
+}
+
+int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state)
+{
+    int rc = nbr_check_comm(comm), found = 0;
+    if (rc != NBR_SUCCESS)
+        return rc;
+    if (state_keyval != MPI_KEYVAL_INVALID) {
+        NBR_MPI_CHECK(MPI_Comm_get_attr(comm, state_keyval, state, &found));
+        if (found)
+            return NBR_SUCCESS;
+    }
+    rc = setup(comm, info, state);
+out:
+    return rc;
+}
+
+int nbr_comm_next_tag_base(nbr_comm_t *state)
+{
+    int window = (int)(state->sequence++ % (unsigned long long)state->tag_windows);
+    return NBR_TAG_FIRST_CALL + window * NBR_TAGS_PER_CALL;
+}
+
+/* NBR_DUMP_PLAN: one file per communicator and rank, plans appended. */
+static void dump_plan(const nbr_comm_t *state, const nbr_plan_t *plan)
+{
+    const char *dir = state->config.dump_dir;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        NBR_WARN("NBR_DUMP_PLAN: cannot create %s: %s", dir, strerror(errno));
+        return;
+    }
+    char path[NBR_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/nbrcoll-comm%d-rank%d.txt", dir, state->id, state->rank);
+    FILE *file = fopen(path, "a");
+    if (!file) {
+        NBR_WARN("NBR_DUMP_PLAN: cannot write %s: %s", path, strerror(errno));
+        return;
+    }
+    nbr_plan_print(plan, file);
+    fclose(file);
+}
+
+int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                  const nbr_layout_t *layout, nbr_shared_plan_t **out_plan)
+{
+    int cacheable = algorithm == state->algorithm;
+    nbr_shared_plan_t *cached = state->cache[layout->coll];
+    if (cacheable && cached && nbr_layout_equal(&cached->layout, layout)) {
+        cached->refs++;
+        *out_plan = cached;
+        return NBR_SUCCESS;
+    }
+    nbr_shared_plan_t *shared = calloc(1, sizeof(*shared));
+    if (!shared)
+        return NBR_ERR_NOMEM;
+    shared->refs = 1;
+    int rc = nbr_layout_copy(&shared->layout, layout);
+    if (rc != NBR_SUCCESS) {
+        free(shared);
+        return rc;
+    }
+    nbr_plan_input_t input = {
+        .rank = state->rank, .nranks = state->nranks,
+        .indegree = state->indegree, .outdegree = state->outdegree,
+        .sources = state->sources, .destinations = state->destinations,
+        .locality = &state->locality, .layout = &shared->layout,
+    };
+    rc = nbr_build_plan(algorithm, &input, &shared->plan);
+    if (rc != NBR_SUCCESS) {
+        nbr_layout_free(&shared->layout);
+        free(shared);
+        return rc;
+    }
+    if (state->config.dump_dir[0])
+        dump_plan(state, &shared->plan);
+    if (cacheable) {
+        nbr_shared_plan_release(cached);
+        shared->refs++;
+        state->cache[layout->coll] = shared;
+    }
+    *out_plan = shared;
+    return NBR_SUCCESS;
+}
+
+void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan)
+{
+    nbr_counters_t *c = &state->counters;
+    const nbr_plan_stats_t *s = &plan->stats;
+    c->calls++;
+    c->msgs_intra_node += s->msgs_intra_node;
+    c->bytes_intra_node += s->bytes_intra_node;
+    c->msgs_inter_node += s->msgs_inter_node;
+    c->bytes_inter_node += s->bytes_inter_node;
+    c->msgs_off_socket += s->msgs_off_socket;
+    c->bytes_off_socket += s->bytes_off_socket;
+    c->local_copies += s->local_copies;
+    c->bytes_local_copies += s->bytes_local_copies;
+}

@@ -1,0 +1,69 @@
+/* nbrcoll's state for one user communicator, cached on it as an MPI
+ * attribute and freed with it (or when the last request using it is freed). */
+#ifndef NBR_COMM_H
+#define NBR_COMM_H
+
+#include "algorithm.h"
+#include "config.h"
+#include "plan.h"
+#include "../topo/locality.h"
+
+#include <mpi.h>
+#include <nbrcoll.h>
+
+/* A built plan with the layout it was built for; shared by the cache and the
+ * requests running it. */
+typedef struct nbr_shared_plan {
+    int refs;
+    nbr_layout_t layout;
+    nbr_plan_t plan;
+} nbr_shared_plan_t;
+
+typedef struct nbr_comm {
+    int refs;
+    MPI_Comm comm; /* private duplicate: nbrcoll's traffic never meets the user's */
+    int id;        /* creation order in this process, for dump file names */
+    int rank, nranks;
+    int indegree, outdegree;
+    int *sources, *destinations;
+    nbr_config_t config;
+    const nbr_algorithm_t *algorithm;
+    nbr_locality_t locality;
+    nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
+    unsigned long long sequence; /* collective calls so far: picks tags */
+    int tag_windows;
+    nbr_counters_t counters;
+} nbr_comm_t;
+
+/* Tags: the engine uses [0, 2); each collective call takes a window of
+ * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number, so up to
+ * tag_windows operations may be in flight on one communicator at once. */
+#define NBR_TAG_ENGINE 0
+#define NBR_TAG_FIRST_CALL 8
+#define NBR_TAGS_PER_CALL 64
+
+/* The state of comm, set up now (collectively) if absent, with info's
+ * configuration (MPI_INFO_NULL: environment and defaults). Not referenced:
+ * valid while the user's communicator lives. */
+int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state);
+
+void nbr_comm_retain(nbr_comm_t *state);
+void nbr_comm_release(nbr_comm_t *state);
+
+/* Tag base for the next collective call (advances the sequence). */
+int nbr_comm_next_tag_base(nbr_comm_t *state);
+
+/* The plan for this layout with this algorithm: the cached one when the
+ * layout matches, else a new one (cached when algorithm is the
+ * communicator's). Returned referenced: release with nbr_shared_plan_release. */
+int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                  const nbr_layout_t *layout, nbr_shared_plan_t **plan);
+void nbr_shared_plan_release(nbr_shared_plan_t *plan);
+
+/* Adds one completed run of plan to the counters. */
+void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan);
+
+/* Validates comm: not null, an intracommunicator. */
+int nbr_check_comm(MPI_Comm comm);
+
+#endif

@@ -1,0 +1,25 @@
+/* Per-communicator configuration: MPI_Info keys, overridden by environment
+ * variables of the same meaning (nbrcoll.h lists them). */
+#ifndef NBR_CONFIG_H
+#define NBR_CONFIG_H
+
+#include <mpi.h>
+
+#define NBR_NAME_MAX 64
+#define NBR_PATH_MAX 1024
+
+typedef struct nbr_config {
+    char algorithm[NBR_NAME_MAX]; /* validated against the table */
+    int ranks_per_node;           /* 0: real nodes */
+    int ranks_per_socket;         /* 0: one socket per node */
+    char dump_dir[NBR_PATH_MAX];  /* empty: no plan dumps */
+} nbr_config_t;
+
+/* Defaults, then info (may be MPI_INFO_NULL), then the environment. */
+int nbr_config_load(MPI_Info info, nbr_config_t *config);
+
+/* Only the algorithm key of a request's info (for _init calls); leaves
+ * *algorithm untouched when absent. The environment still wins. */
+int nbr_config_request_algorithm(MPI_Info info, char *algorithm);
+
+#endif

@@ -1,0 +1,54 @@
+/* Rounds engine for plan builders.
+ *
+ * A builder that needs facts held by other ranks is written as a step
+ * function called once per round: it reads the messages other ranks posted
+ * to it in the previous round (inbox, ordered by sender rank, then by posting
+ * order) and posts messages for the next round (outbox). It sets *done when
+ * it has finished; every rank must finish in the same round (the in-process
+ * engine checks this, the MPI engine relies on it).
+ *
+ * The same step function runs under two engines:
+ *   nbr_engine_run_mpi:   one rank per process; each round's messages go
+ *                         out with the NBX sparse exchange (Issend, then
+ *                         Ibarrier once all sends matched), so receivers need
+ *                         not know who writes to them;
+ *   nbr_engine_run_local: N virtual ranks in one process, for unit tests and
+ *                         the verifier. */
+#ifndef NBR_ENGINE_H
+#define NBR_ENGINE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct nbr_message {
+    int peer; /* destination in an outbox, sender in an inbox */
+    size_t bytes;
+    void *data;
+} nbr_message_t;
+
+typedef struct nbr_mailbox {
+    int count;
+    int capacity;
+    nbr_message_t *messages;
+} nbr_mailbox_t;
+
+/* Copies data into the mailbox. */
+int nbr_mailbox_post(nbr_mailbox_t *box, int peer, const void *data, size_t bytes);
+void nbr_mailbox_clear(nbr_mailbox_t *box);
+
+typedef int (*nbr_round_fn)(void *context, int round,
+                            const nbr_mailbox_t *inbox, nbr_mailbox_t *outbox,
+                            int *done);
+
+/* Runs step on every context (contexts[r] is virtual rank r) until all are
+ * done; fails with NBR_ERR_INTERNAL if ranks disagree on the last round or
+ * max_rounds pass. */
+int nbr_engine_run_local(int nranks, void **contexts, nbr_round_fn step,
+                         int max_rounds);
+
+/* Runs step for this process on comm (collective). tag_base and tag_base+1
+ * are used on comm; callers pass a communicator private to the library. */
+int nbr_engine_run_mpi(MPI_Comm comm, int tag_base, void *context,
+                       nbr_round_fn step, int max_rounds);
+
+#endif

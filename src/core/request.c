@@ -1,0 +1,360 @@
+#include "request.h"
+
+#include "log.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ datatypes */
+
+static int describe_type(MPI_Datatype type, nbr_typed_buffer_t *buf)
+{
+    MPI_Aint lb = 0, true_extent = 0;
+    if (type == MPI_DATATYPE_NULL)
+        return NBR_ERR_DATATYPE;
+    if (MPI_Type_size(type, &buf->type_size) != MPI_SUCCESS ||
+        MPI_Type_get_extent(type, &lb, &buf->extent) != MPI_SUCCESS ||
+        MPI_Type_get_true_extent(type, &buf->true_lb, &true_extent) != MPI_SUCCESS)
+        return NBR_ERR_DATATYPE;
+    buf->dense = buf->type_size == buf->extent && true_extent == buf->extent &&
+                 lb == buf->true_lb;
+    buf->type = type;
+    return NBR_SUCCESS;
+}
+
+/* Fills the layout slots of one buffer from (count, displacement) pairs and,
+ * for staged buffers, keeps those pairs for packing. */
+static int describe_slots(nbr_typed_buffer_t *buf, nbr_slot_t *slots, int n,
+                          const int *counts, int uniform_count,
+                          const int *displs, int uniform_stride)
+{
+    size_t packed = 0;
+    if (!buf->dense) {
+        buf->counts = malloc(((size_t)n + 1) * sizeof(int));
+        buf->displs = malloc(((size_t)n + 1) * sizeof(MPI_Aint));
+        if (!buf->counts || !buf->displs)
+            return NBR_ERR_NOMEM;
+    }
+    buf->num_slots = n;
+    for (int i = 0; i < n; i++) {
+        int count = counts ? counts[i] : uniform_count;
+        long long displ = displs ? displs[i] : (long long)i * uniform_stride;
+        if (count < 0 || displ < 0)
+            return NBR_ERR_COUNT;
+        slots[i].bytes = (size_t)count * (size_t)buf->type_size;
+        if (buf->dense) {
+            slots[i].offset = (size_t)displ * (size_t)buf->extent;
+        } else {
+            slots[i].offset = packed;
+            packed += slots[i].bytes;
+            buf->counts[i] = count;
+            buf->displs[i] = (MPI_Aint)displ;
+        }
+    }
+    buf->staging_bytes = packed;
+    return NBR_SUCCESS;
+}
+
+static size_t slots_bytes(const nbr_slot_t *slots, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += slots[i].bytes;
+    return total;
+}
+
+static void typed_buffer_free(nbr_typed_buffer_t *buf)
+{
+    if (buf->owns_type)
+        MPI_Type_free(&buf->type);
+    free(buf->counts);
+    free(buf->displs);
+    free(buf->staging);
+    memset(buf, 0, sizeof(*buf));
+}
+
+/* Staged buffers get their own copy of the datatype and a staging area. */
+static int stage(nbr_typed_buffer_t *buf)
+{
+    int rc = NBR_SUCCESS;
+    if (buf->dense)
+        return NBR_SUCCESS;
+    MPI_Datatype user_type = buf->type;
+    buf->type = MPI_DATATYPE_NULL;
+    NBR_MPI_CHECK(MPI_Type_dup(user_type, &buf->type));
+    buf->owns_type = 1;
+    buf->staging = malloc(buf->staging_bytes + 1);
+    if (!buf->staging)
+        rc = NBR_ERR_NOMEM;
+out:
+    return rc;
+}
+
+static char *plan_base(const nbr_typed_buffer_t *buf)
+{
+    return buf->dense ? buf->user + buf->true_lb : buf->staging;
+}
+
+static int pack_send(nbr_typed_buffer_t *buf, const nbr_slot_t *slots, MPI_Comm comm)
+{
+    int rc = NBR_SUCCESS;
+    if (buf->dense)
+        return NBR_SUCCESS;
+    for (int i = 0; i < buf->num_slots; i++) {
+        if (slots[i].bytes == 0)
+            continue;
+        int position = (int)slots[i].offset;
+        NBR_MPI_CHECK(MPI_Pack(buf->user + buf->displs[i] * buf->extent, buf->counts[i],
+                               buf->type, buf->staging, (int)buf->staging_bytes,
+                               &position, comm));
+        if ((size_t)position != slots[i].offset + slots[i].bytes)
+            return NBR_ERR_UNSUPPORTED; /* MPI_Pack is not a plain byte copy here */
+    }
+out:
+    return rc;
+}
+
+static int unpack_recv(nbr_typed_buffer_t *buf, const nbr_slot_t *slots, MPI_Comm comm)
+{
+    int rc = NBR_SUCCESS;
+    if (buf->dense)
+        return NBR_SUCCESS;
+    for (int i = 0; i < buf->num_slots; i++) {
+        if (slots[i].bytes == 0)
+            continue;
+        int position = (int)slots[i].offset;
+        NBR_MPI_CHECK(MPI_Unpack(buf->staging, (int)buf->staging_bytes, &position,
+                                 buf->user + buf->displs[i] * buf->extent,
+                                 buf->counts[i], buf->type, comm));
+    }
+out:
+    return rc;
+}
+
+/* ------------------------------------------------------------ validation */
+
+static int check_counts(const int *counts, int n)
+{
+    if (n > 0 && !counts)
+        return NBR_ERR_ARG;
+    for (int i = 0; i < n; i++)
+        if (counts[i] < 0)
+            return NBR_ERR_COUNT;
+    return NBR_SUCCESS;
+}
+
+/* Local checks that need no plan; the same on every rank when the
+ * arguments are (as MPI requires them to be) consistent. */
+static int check_call(const nbr_call_t *call, const nbr_comm_t *state)
+{
+    int rc = NBR_SUCCESS;
+    if (call->coll == NBR_COLL_ALLTOALLV) {
+        NBR_CHECK(check_counts(call->sendcounts, state->outdegree));
+        if (state->outdegree > 0 && !call->sdispls)
+            return NBR_ERR_ARG;
+    } else if (call->sendcount < 0) {
+        return NBR_ERR_COUNT;
+    }
+    if (call->coll == NBR_COLL_ALLGATHER) {
+        if (call->recvcount < 0)
+            return NBR_ERR_COUNT;
+    } else {
+        NBR_CHECK(check_counts(call->recvcounts, state->indegree));
+        if (state->indegree > 0 && !call->rdispls)
+            return NBR_ERR_ARG;
+    }
+out:
+    return rc;
+}
+
+static int build_layout(const nbr_call_t *call, const nbr_comm_t *state,
+                        nbr_request_t req, nbr_layout_t *layout)
+{
+    int rc = NBR_SUCCESS;
+    int alltoallv = call->coll == NBR_COLL_ALLTOALLV;
+    NBR_CHECK(nbr_layout_init(layout, call->coll, alltoallv ? state->outdegree : 1,
+                              state->indegree));
+    NBR_CHECK(describe_slots(&req->send, layout->send, layout->num_send_slots,
+                             alltoallv ? call->sendcounts : NULL, call->sendcount,
+                             alltoallv ? call->sdispls : NULL, 0));
+    if (call->coll == NBR_COLL_ALLGATHER) {
+        if (call->recvcount > 0 && (long long)call->recvcount * req->recv.extent > INT_MAX * 1024LL)
+            return NBR_ERR_COUNT;
+        NBR_CHECK(describe_slots(&req->recv, layout->recv, layout->num_recv_slots, NULL,
+                                 call->recvcount, NULL, call->recvcount));
+    } else {
+        NBR_CHECK(describe_slots(&req->recv, layout->recv, layout->num_recv_slots,
+                                 call->recvcounts, 0, call->rdispls, 0));
+    }
+    /* allgather: sizes are uniform, so a mismatch is visible locally. */
+    if (call->coll == NBR_COLL_ALLGATHER &&
+        (size_t)call->sendcount * (size_t)req->send.type_size !=
+            (size_t)call->recvcount * (size_t)req->recv.type_size) {
+        NBR_ERROR("allgather: %d x %d send bytes but %d x %d receive bytes",
+                  call->sendcount, req->send.type_size, call->recvcount,
+                  req->recv.type_size);
+        return NBR_ERR_TYPE_MISMATCH;
+    }
+    size_t send_bytes = state->outdegree > 0 ? slots_bytes(layout->send, layout->num_send_slots) : 0;
+    if (!call->sendbuf && send_bytes > 0)
+        return NBR_ERR_BUFFER;
+    if (!call->recvbuf && slots_bytes(layout->recv, layout->num_recv_slots) > 0)
+        return NBR_ERR_BUFFER;
+out:
+    return rc;
+}
+
+/* -------------------------------------------------------------- requests */
+
+static void request_destroy(nbr_request_t req)
+{
+    if (!req)
+        return;
+    if (req->plan)
+        nbr_exec_free(&req->exec);
+    typed_buffer_free(&req->send);
+    typed_buffer_free(&req->recv);
+    free(req->scratch);
+    nbr_shared_plan_release(req->plan);
+    if (req->comm)
+        nbr_comm_release(req->comm);
+    free(req);
+}
+
+static int prepare(const nbr_call_t *call, MPI_Info info, int persistent,
+                   nbr_comm_t *state, nbr_request_t req)
+{
+    int rc = NBR_SUCCESS;
+    nbr_layout_t layout = {0};
+    const nbr_algorithm_t *algorithm = state->algorithm;
+    if (persistent && info != MPI_INFO_NULL) {
+        char name[NBR_NAME_MAX];
+        snprintf(name, sizeof name, "%s", algorithm->name);
+        NBR_CHECK(nbr_config_request_algorithm(info, name));
+        algorithm = nbr_algorithm_find(name);
+    }
+    NBR_CHECK(check_call(call, state));
+    req->send.user = (char *)call->sendbuf;
+    req->recv.user = call->recvbuf;
+    NBR_CHECK(describe_type(call->sendtype, &req->send));
+    NBR_CHECK(describe_type(call->recvtype, &req->recv));
+    NBR_CHECK(build_layout(call, state, req, &layout));
+    NBR_CHECK(stage(&req->send));
+    NBR_CHECK(stage(&req->recv));
+    NBR_CHECK(nbr_comm_plan(state, algorithm, &layout, &req->plan));
+    if (req->plan->plan.scratch_bytes > 0) {
+        req->scratch = malloc(req->plan->plan.scratch_bytes);
+        if (!req->scratch) {
+            rc = NBR_ERR_NOMEM;
+            goto out;
+        }
+    }
+    char *base[NBR_NUM_BUFFERS] = {plan_base(&req->send), plan_base(&req->recv),
+                                   req->scratch};
+    rc = nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm,
+                       nbr_comm_next_tag_base(state), persistent);
+    if (rc != NBR_SUCCESS) {
+        nbr_shared_plan_release(req->plan);
+        req->plan = NULL;
+    }
+out:
+    nbr_layout_free(&layout);
+    return rc;
+}
+
+int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
+                       nbr_request_t *request)
+{
+    nbr_comm_t *state = NULL;
+    if (!request)
+        return NBR_ERR_REQUEST;
+    *request = NBR_REQUEST_NULL;
+    int rc = nbr_comm_get(call->comm, MPI_INFO_NULL, &state);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    nbr_request_t req = calloc(1, sizeof(*req));
+    if (!req)
+        return NBR_ERR_NOMEM;
+    req->send.type = req->recv.type = MPI_DATATYPE_NULL;
+    req->send.dense = req->recv.dense = 1;
+    req->persistent = persistent;
+    req->comm = state;
+    nbr_comm_retain(state);
+    rc = prepare(call, info, persistent, state, req);
+    if (persistent) {
+        /* _init is collective: every rank returns the same status. */
+        int agreed = rc;
+        int mrc = MPI_Allreduce(&rc, &agreed, 1, MPI_INT, MPI_MIN, state->comm);
+        rc = mrc != MPI_SUCCESS ? nbr_mpi_failed("MPI_Allreduce", mrc) : agreed;
+    }
+    if (rc != NBR_SUCCESS) {
+        request_destroy(req);
+        return rc;
+    }
+    *request = req;
+    return NBR_SUCCESS;
+}
+
+int nbr_start(nbr_request_t *request)
+{
+    if (!request || !*request)
+        return NBR_ERR_REQUEST;
+    nbr_request_t req = *request;
+    if (req->exec.active)
+        return NBR_ERR_REQUEST;
+    int rc = pack_send(&req->send, req->plan->layout.send, req->comm->comm);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    return nbr_exec_start(&req->exec);
+}
+
+/* A run has ended (status rc): unpack, count, and retire non-persistent requests. */
+static int complete(nbr_request_t *request, int rc)
+{
+    nbr_request_t req = *request;
+    int unpack_rc = unpack_recv(&req->recv, req->plan->layout.recv, req->comm->comm);
+    if (rc == NBR_SUCCESS)
+        rc = unpack_rc;
+    nbr_comm_count(req->comm, &req->plan->plan);
+    if (!req->persistent) {
+        request_destroy(req);
+        *request = NBR_REQUEST_NULL;
+    }
+    return rc;
+}
+
+int nbr_wait(nbr_request_t *request)
+{
+    if (!request || !*request)
+        return NBR_ERR_REQUEST;
+    if (!(*request)->exec.active)
+        return NBR_SUCCESS; /* an inactive persistent request, as in MPI */
+    return complete(request, nbr_exec_wait(&(*request)->exec));
+}
+
+int nbr_test(nbr_request_t *request, int *flag)
+{
+    if (!request || !*request || !flag)
+        return NBR_ERR_REQUEST;
+    *flag = 0;
+    if (!(*request)->exec.active) {
+        *flag = 1;
+        return NBR_SUCCESS;
+    }
+    int rc = nbr_exec_test(&(*request)->exec, flag);
+    if (!*flag)
+        return rc;
+    return complete(request, rc);
+}
+
+int nbr_request_free(nbr_request_t *request)
+{
+    if (!request || !*request)
+        return NBR_ERR_REQUEST;
+    if ((*request)->exec.active)
+        return NBR_ERR_REQUEST;
+    request_destroy(*request);
+    *request = NBR_REQUEST_NULL;
+    return NBR_SUCCESS;
+}

@@ -1,0 +1,39 @@
+/* Runs a plan over MPI nonblocking point-to-point (host buffers, or device
+ * buffers with GPU-aware MPI). One executor per operation in flight.
+ * Phases run in order: receives posted, sends posted, local copies, wait.
+ * A phase that fails (e.g. a truncated message) does not stop the later
+ * ones: peers are waiting for them, so the plan runs to its end and the
+ * first error is reported then. */
+#ifndef NBR_EXECUTOR_H
+#define NBR_EXECUTOR_H
+
+#include "../core/plan.h"
+
+#include <mpi.h>
+
+typedef struct nbr_exec {
+    const nbr_plan_t *plan;
+    char *base[NBR_NUM_BUFFERS]; /* byte 0 of each buffer */
+    MPI_Comm comm;
+    int tag_base;
+    int persistent;
+    int *phase_first_request; /* num_phases + 1 entries */
+    MPI_Request *requests;    /* persistent: every message op; else one phase */
+    MPI_Status *statuses;     /* one phase */
+    int phase;                /* phase in flight; num_phases when idle */
+    int active;
+    int status;               /* first error of the current run */
+} nbr_exec_t;
+
+/* persistent != 0 creates MPI persistent requests for every message once. */
+int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
+                  char *const base[NBR_NUM_BUFFERS], MPI_Comm comm,
+                  int tag_base, int persistent);
+int nbr_exec_start(nbr_exec_t *exec);
+/* Advances; *done = 1 when the last phase completed (returns the run's
+ * status then). */
+int nbr_exec_test(nbr_exec_t *exec, int *done);
+int nbr_exec_wait(nbr_exec_t *exec);
+void nbr_exec_free(nbr_exec_t *exec);
+
+#endif

@@ -1,0 +1,96 @@
+#include "plan_fixture.h"
+
+#include <cstring>
+
+size_t edge_bytes(const LayoutParams &p, int s, int d, int k)
+{
+    uint64_t state = p.seed * 1000003u + (uint64_t)s * 7919u + (uint64_t)d * 104729u + (uint64_t)k;
+    return nbr_splitmix64(&state) % (p.block + 1);
+}
+
+// The k-th occurrence of each entry of a list, counted per value.
+static std::vector<int> occurrences(const int *list, int n, int nranks)
+{
+    std::vector<int> seen(nranks, 0), k(n);
+    for (int i = 0; i < n; i++)
+        k[i] = seen[list[i]]++;
+    return k;
+}
+
+WholeJob::WholeJob(const nbr_graph_t *graph, const LayoutParams &p,
+                   const nbr_locality_t *locality)
+    : layouts(graph->nranks), graph_(graph), locality_(locality)
+{
+    int n = graph->nranks;
+    plans.resize(n);
+    for (auto &plan : plans)
+        std::memset(&plan, 0, sizeof plan);
+    for (int r = 0; r < n; r++) {
+        int outdeg = nbr_graph_outdegree(graph, r), indeg = nbr_graph_indegree(graph, r);
+        int nsend = p.coll == NBR_COLL_ALLTOALLV ? outdeg : 1;
+        nbr_layout_t &layout = layouts[r];
+        nbr_layout_init(&layout, p.coll, nsend, indeg);
+        // send slots
+        if (p.coll == NBR_COLL_ALLTOALLV) {
+            std::vector<int> k = occurrences(nbr_graph_out(graph, r), outdeg, n);
+            size_t offset = 0;
+            for (int j = 0; j < outdeg; j++) {
+                layout.send[j] = {offset, edge_bytes(p, r, nbr_graph_out(graph, r)[j], k[j])};
+                offset += layout.send[j].bytes + p.gap;
+            }
+        } else {
+            size_t bytes = p.coll == NBR_COLL_ALLGATHER ? p.block : edge_bytes(p, r, -1, 0);
+            layout.send[0] = {p.gap, bytes};
+        }
+        // receive slots, in reverse buffer order if asked
+        std::vector<int> k = occurrences(nbr_graph_in(graph, r), indeg, n);
+        size_t offset = 0;
+        for (int step = 0; step < indeg; step++) {
+            int i = p.reverse ? indeg - 1 - step : step;
+            int s = nbr_graph_in(graph, r)[i];
+            size_t bytes = p.coll == NBR_COLL_ALLGATHER ? p.block
+                           : p.coll == NBR_COLL_ALLGATHERV ? edge_bytes(p, s, -1, 0)
+                                                           : edge_bytes(p, s, r, k[i]);
+            layout.recv[i] = {offset, bytes};
+            offset += bytes + p.gap;
+        }
+    }
+}
+
+WholeJob::~WholeJob()
+{
+    for (auto &plan : plans)
+        nbr_plan_free(&plan);
+    for (auto &layout : layouts)
+        nbr_layout_free(&layout);
+}
+
+int WholeJob::build(const nbr_algorithm_t *algorithm)
+{
+    for (int r = 0; r < graph_->nranks; r++) {
+        nbr_plan_input_t input = {};
+        input.rank = r;
+        input.nranks = graph_->nranks;
+        input.indegree = nbr_graph_indegree(graph_, r);
+        input.outdegree = nbr_graph_outdegree(graph_, r);
+        input.sources = nbr_graph_in(graph_, r);
+        input.destinations = nbr_graph_out(graph_, r);
+        input.locality = locality_;
+        input.layout = &layouts[r];
+        nbr_plan_free(&plans[r]);
+        int rc = nbr_build_plan(algorithm, &input, &plans[r]);
+        if (rc != NBR_SUCCESS) {
+            message_ = "rank " + std::to_string(r) + ": build failed: " + nbr_error_string(rc);
+            return rc;
+        }
+    }
+    return NBR_SUCCESS;
+}
+
+int WholeJob::verify()
+{
+    char text[512];
+    int rc = nbr_verify_plans(graph_, layouts.data(), plans.data(), text, sizeof text);
+    message_ = text;
+    return rc;
+}

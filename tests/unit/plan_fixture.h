@@ -1,0 +1,47 @@
+// Builds, for every rank of a whole graph, the layout of one collective call
+// and the plan an algorithm makes for it; then runs the verifier.
+#pragma once
+
+#include <nbrcoll.h>
+extern "C" {
+#include "core/algorithm.h"
+#include "core/graph_gen.h"
+#include "core/verify.h"
+}
+
+#include <string>
+#include <vector>
+
+struct LayoutParams {
+    nbr_collective_t coll = NBR_COLL_ALLGATHER;
+    size_t block = 8;      // allgather: bytes per block; v-forms: upper bound
+    size_t gap = 0;        // bytes left free between receive slots
+    bool reverse = false;  // v-forms: receive slots in reverse order
+    uint64_t seed = 1;
+};
+
+// Size of the k-th s -> d edge's block in the v-forms (0 allowed).
+size_t edge_bytes(const LayoutParams &p, int s, int d, int k);
+
+class WholeJob {
+public:
+    WholeJob(const nbr_graph_t *graph, const LayoutParams &params,
+             const nbr_locality_t *locality = nullptr);
+    ~WholeJob();
+    WholeJob(const WholeJob &) = delete;
+    WholeJob &operator=(const WholeJob &) = delete;
+
+    // Builds every rank's plan; returns the first non-success status.
+    int build(const nbr_algorithm_t *algorithm);
+    // NBR_SUCCESS or the verifier's status; message() says why.
+    int verify();
+    const std::string &message() const { return message_; }
+
+    std::vector<nbr_plan_t> plans;
+    std::vector<nbr_layout_t> layouts;
+
+private:
+    const nbr_graph_t *graph_;
+    const nbr_locality_t *locality_;
+    std::string message_;
+};
