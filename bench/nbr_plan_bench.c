@@ -1,0 +1,187 @@
+/* nbr_plan_bench: builds every rank's plan for one graph inside this
+ * process (no MPI launch) and proves them with the verifier, timing both.
+ * It answers "how long does planning N ranks take" and doubles as a check
+ * of a builder on graphs larger than an MPI job here can run.
+ *
+ *   nbr_plan_bench [--ranks N] [--density D] [--seed S] [--block BYTES]
+ *                  [--collective allgather|allgatherv|alltoallv]
+ *                  [--algorithm NAME] [--ranks-per-node R] [--repeat K]
+ *
+ * Exit status: 0 when every plan verified, 1 otherwise, 2 on bad usage. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#include "core/algorithm.h"
+#include "core/graph_gen.h"
+#include "core/verify.h"
+
+#include <nbrcoll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct options {
+    int ranks, ranks_per_node, repeat;
+    double density;
+    unsigned long long seed;
+    size_t block;
+    nbr_collective_t coll;
+    const char *algorithm;
+} options_t;
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int parse(int argc, char **argv, options_t *o)
+{
+    *o = (options_t){512, 0, 1, 0.3, 1, 8, NBR_COLL_ALLGATHER, "naive"};
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!value)
+            return -1;
+        if (!strcmp(arg, "--ranks"))
+            o->ranks = atoi(value);
+        else if (!strcmp(arg, "--density"))
+            o->density = atof(value);
+        else if (!strcmp(arg, "--seed"))
+            o->seed = strtoull(value, NULL, 10);
+        else if (!strcmp(arg, "--block"))
+            o->block = (size_t)strtoull(value, NULL, 10);
+        else if (!strcmp(arg, "--algorithm"))
+            o->algorithm = value;
+        else if (!strcmp(arg, "--ranks-per-node"))
+            o->ranks_per_node = atoi(value);
+        else if (!strcmp(arg, "--repeat"))
+            o->repeat = atoi(value);
+        else if (!strcmp(arg, "--collective")) {
+            if (!strcmp(value, "allgather"))
+                o->coll = NBR_COLL_ALLGATHER;
+            else if (!strcmp(value, "allgatherv"))
+                o->coll = NBR_COLL_ALLGATHERV;
+            else if (!strcmp(value, "alltoallv"))
+                o->coll = NBR_COLL_ALLTOALLV;
+            else
+                return -1;
+        } else
+            return -1;
+        i++;
+    }
+    return o->ranks > 0 && o->repeat > 0 ? 0 : -1;
+}
+
+/* Block sizes of the v-forms: vary per edge, same rule on both ends. */
+static size_t vblock(const options_t *o, int src, int dst, int k)
+{
+    uint64_t state = o->seed ^ ((uint64_t)src << 40) ^ ((uint64_t)(dst + 1) << 20) ^ (uint64_t)k;
+    return nbr_splitmix64(&state) % (o->block + 1);
+}
+
+static int make_layout(const options_t *o, const nbr_graph_t *g, int r, int *seen,
+                       nbr_layout_t *layout)
+{
+    int outdeg = nbr_graph_outdegree(g, r), indeg = nbr_graph_indegree(g, r);
+    int rc = nbr_layout_init(layout, o->coll, o->coll == NBR_COLL_ALLTOALLV ? outdeg : 1, indeg);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    size_t offset = 0;
+    if (o->coll == NBR_COLL_ALLTOALLV) {
+        for (int j = 0; j < outdeg; j++) {
+            int d = nbr_graph_out(g, r)[j];
+            layout->send[j] = (nbr_slot_t){offset, vblock(o, r, d, seen[d]++)};
+            offset += layout->send[j].bytes;
+        }
+        for (int j = 0; j < outdeg; j++)
+            seen[nbr_graph_out(g, r)[j]] = 0;
+    } else {
+        layout->send[0] = (nbr_slot_t){0, o->coll == NBR_COLL_ALLGATHER ? o->block : vblock(o, r, -1, 0)};
+    }
+    offset = 0;
+    for (int i = 0; i < indeg; i++) {
+        int s = nbr_graph_in(g, r)[i];
+        size_t bytes = o->coll == NBR_COLL_ALLGATHER ? o->block
+                       : o->coll == NBR_COLL_ALLGATHERV ? vblock(o, s, -1, 0)
+                                                        : vblock(o, s, r, seen[s]++);
+        layout->recv[i] = (nbr_slot_t){offset, bytes};
+        offset += bytes;
+    }
+    for (int i = 0; i < indeg; i++)
+        seen[nbr_graph_in(g, r)[i]] = 0;
+    return NBR_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+    options_t o;
+    if (parse(argc, argv, &o) != 0) {
+        fprintf(stderr, "usage: nbr_plan_bench [--ranks N] [--density D] [--seed S] [--block B]\n"
+                        "       [--collective allgather|allgatherv|alltoallv] [--algorithm NAME]\n"
+                        "       [--ranks-per-node R] [--repeat K]\n");
+        return 2;
+    }
+    const nbr_algorithm_t *algorithm = nbr_algorithm_find(o.algorithm);
+    if (!algorithm) {
+        fprintf(stderr, "unknown algorithm %s (known: %s)\n", o.algorithm, nbr_algorithm_names());
+        return 2;
+    }
+    nbr_graph_t graph;
+    nbr_locality_t locality = {0};
+    double t0 = now_seconds();
+    if (nbr_graph_erdos_renyi(o.ranks, o.density, o.seed, &graph) != NBR_SUCCESS)
+        return 1;
+    if (o.ranks_per_node > 0 &&
+        nbr_locality_virtual(o.ranks, o.ranks_per_node, 0, &locality) != NBR_SUCCESS)
+        return 1;
+    double t_graph = now_seconds() - t0;
+    nbr_layout_t *layouts = calloc((size_t)o.ranks, sizeof(nbr_layout_t));
+    nbr_plan_t *plans = calloc((size_t)o.ranks, sizeof(nbr_plan_t));
+    int *seen = calloc((size_t)o.ranks, sizeof(int));
+    if (!layouts || !plans || !seen)
+        return 1;
+    for (int r = 0; r < o.ranks; r++)
+        if (make_layout(&o, &graph, r, seen, &layouts[r]) != NBR_SUCCESS)
+            return 1;
+    int status = 0;
+    for (int rep = 0; rep < o.repeat && status == 0; rep++) {
+        double t1 = now_seconds();
+        for (int r = 0; r < o.ranks; r++) {
+            nbr_plan_input_t input = {
+                .rank = r, .nranks = o.ranks,
+                .indegree = nbr_graph_indegree(&graph, r),
+                .outdegree = nbr_graph_outdegree(&graph, r),
+                .sources = nbr_graph_in(&graph, r), .destinations = nbr_graph_out(&graph, r),
+                .locality = o.ranks_per_node > 0 ? &locality : NULL, .layout = &layouts[r]};
+            nbr_plan_free(&plans[r]);
+            int rc = nbr_build_plan(algorithm, &input, &plans[r]);
+            if (rc != NBR_SUCCESS) {
+                fprintf(stderr, "rank %d: build failed: %s\n", r, nbr_error_string(rc));
+                return 1;
+            }
+        }
+        double t2 = now_seconds();
+        char message[512];
+        int rc = nbr_verify_plans(&graph, layouts, plans, message, sizeof message);
+        double t3 = now_seconds();
+        long ops = 0;
+        for (int r = 0; r < o.ranks; r++)
+            ops += plans[r].num_ops;
+        printf("%s %s ranks=%d density=%.2f edges=%d block=%zu ops=%ld: "
+               "graph %.3f s, build %.3f s, verify %.3f s, build+verify %.3f s: %s\n",
+               algorithm->name, nbr_collective_name(o.coll), o.ranks, o.density,
+               graph.out_offsets[o.ranks], o.block, ops, t_graph, t2 - t1, t3 - t2, t3 - t1,
+               rc == NBR_SUCCESS ? "verified" : message);
+        status = rc == NBR_SUCCESS ? 0 : 1;
+    }
+    for (int r = 0; r < o.ranks; r++) {
+        nbr_plan_free(&plans[r]);
+        nbr_layout_free(&layouts[r]);
+    }
+    free(plans);
+    free(layouts);
+    free(seen);
+    nbr_locality_free(&locality);
+    nbr_graph_free(&graph);
+    return status;
+}
