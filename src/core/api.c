@@ -234,28 +234,36 @@ int nbr_reset_counters(MPI_Comm comm)
 
 /* ---------------------------------------------------------- collectives */
 
+/* Starts a fresh request. If starting fails part-way (messages already
+ * posted), the posted part is completed first so nothing is left pending;
+ * the request is then gone and the error returned. */
+static int start_fresh(nbr_request_t *request)
+{
+    int rc = nbr_start(request);
+    if (rc == NBR_SUCCESS)
+        return rc;
+    if ((*request)->exec.active)
+        nbr_wait(request); /* retires the request */
+    else
+        nbr_request_free(request);
+    return rc;
+}
+
 static int run_blocking(const nbr_call_t *call)
 {
     nbr_request_t request = NBR_REQUEST_NULL;
     int rc = nbr_request_create(call, MPI_INFO_NULL, 0, &request);
     if (rc == NBR_SUCCESS)
-        rc = nbr_start(&request);
-    if (rc == NBR_SUCCESS || (request && request->exec.active))
-        rc = nbr_wait(&request) == NBR_SUCCESS ? rc : nbr_wait(&request);
-    if (request)
-        nbr_request_free(&request);
+        rc = start_fresh(&request);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_wait(&request); /* retires the request */
     return rc;
 }
 
 static int run_nonblocking(const nbr_call_t *call, nbr_request_t *request)
 {
     int rc = nbr_request_create(call, MPI_INFO_NULL, 0, request);
-    if (rc != NBR_SUCCESS)
-        return rc;
-    rc = nbr_start(request);
-    if (rc != NBR_SUCCESS && !(*request)->exec.active)
-        nbr_request_free(request);
-    return rc;
+    return rc == NBR_SUCCESS ? start_fresh(request) : rc;
 }
 
 #define ALLGATHER_CALL(coll_)                                                  \

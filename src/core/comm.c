@@ -1,6 +1,7 @@
 #include "comm.h"
 
 #include "log.h"
+#include "request.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -69,6 +70,7 @@ void nbr_comm_release(nbr_comm_t *state)
 {
     if (!state || --state->refs > 0)
         return;
+    nbr_request_free_spare(state);
     for (int c = 0; c < NBR_NUM_COLLECTIVES; c++)
         nbr_shared_plan_release(state->cache[c]);
     int finalized = 0;

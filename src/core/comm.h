@@ -33,6 +33,10 @@ typedef struct nbr_comm {
     unsigned long long sequence; /* collective calls so far: picks tags */
     int tag_windows;
     nbr_counters_t counters;
+    /* A finished non-persistent request kept for the next call, so that a
+     * blocking call allocates nothing in the steady state. Holds no
+     * reference on this state. */
+    struct nbr_request *spare_request;
 } nbr_comm_t;
 
 /* Tags: the engine uses [0, 2); each collective call takes a window of

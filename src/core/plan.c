@@ -18,20 +18,41 @@ const char *nbr_buffer_name(nbr_buffer_t buf)
 
 /* ------------------------------------------------------------- layouts */
 
+int nbr_layout_reserve(nbr_layout_t *layout, nbr_collective_t coll,
+                       int num_send_slots, int num_recv_slots)
+{
+    /* +1: a zero-degree rank still gets a valid pointer */
+    if (num_send_slots + 1 > layout->send_capacity) {
+        nbr_slot_t *grown = realloc(layout->send, ((size_t)num_send_slots + 1) * sizeof(nbr_slot_t));
+        if (!grown)
+            return NBR_ERR_NOMEM;
+        layout->send = grown;
+        layout->send_capacity = num_send_slots + 1;
+    }
+    if (num_recv_slots + 1 > layout->recv_capacity) {
+        nbr_slot_t *grown = realloc(layout->recv, ((size_t)num_recv_slots + 1) * sizeof(nbr_slot_t));
+        if (!grown)
+            return NBR_ERR_NOMEM;
+        layout->recv = grown;
+        layout->recv_capacity = num_recv_slots + 1;
+    }
+    layout->coll = coll;
+    layout->num_send_slots = num_send_slots;
+    layout->num_recv_slots = num_recv_slots;
+    return NBR_SUCCESS;
+}
+
 int nbr_layout_init(nbr_layout_t *layout, nbr_collective_t coll,
                     int num_send_slots, int num_recv_slots)
 {
     memset(layout, 0, sizeof(*layout));
-    layout->coll = coll;
-    layout->num_send_slots = num_send_slots;
-    layout->num_recv_slots = num_recv_slots;
-    /* +1: a zero-degree rank still gets a valid pointer */
-    layout->send = calloc((size_t)num_send_slots + 1, sizeof(nbr_slot_t));
-    layout->recv = calloc((size_t)num_recv_slots + 1, sizeof(nbr_slot_t));
-    if (!layout->send || !layout->recv) {
+    int rc = nbr_layout_reserve(layout, coll, num_send_slots, num_recv_slots);
+    if (rc != NBR_SUCCESS) {
         nbr_layout_free(layout);
-        return NBR_ERR_NOMEM;
+        return rc;
     }
+    memset(layout->send, 0, (size_t)layout->send_capacity * sizeof(nbr_slot_t));
+    memset(layout->recv, 0, (size_t)layout->recv_capacity * sizeof(nbr_slot_t));
     return NBR_SUCCESS;
 }
 
@@ -41,6 +62,7 @@ void nbr_layout_free(nbr_layout_t *layout)
     free(layout->recv);
     layout->send = layout->recv = NULL;
     layout->num_send_slots = layout->num_recv_slots = 0;
+    layout->send_capacity = layout->recv_capacity = 0;
 }
 
 int nbr_layout_equal(const nbr_layout_t *a, const nbr_layout_t *b)
@@ -98,6 +120,7 @@ void nbr_plan_free(nbr_plan_t *plan)
         return;
     free(plan->ops);
     free(plan->phases);
+    free(plan->phase_first_message);
     memset(plan, 0, sizeof(*plan));
 }
 
@@ -191,8 +214,13 @@ static void count_send(nbr_plan_stats_t *stats, const nbr_op_t *op, int rank,
 int nbr_plan_seal(nbr_plan_t *plan, const int *node_of, const int *socket_of)
 {
     nbr_op_t *sorted = malloc((size_t)(plan->num_ops + 1) * sizeof(nbr_op_t));
-    if (!sorted)
+    free(plan->phase_first_message);
+    plan->phase_first_message = malloc(((size_t)plan->num_phases + 1) * sizeof(int));
+    if (!sorted || !plan->phase_first_message) {
+        free(sorted);
         return NBR_ERR_NOMEM;
+    }
+    int total_messages = 0;
     memset(&plan->stats, 0, sizeof(plan->stats));
     plan->max_phase_messages = 0;
     int kept_phases = 0, next = 0;
@@ -218,6 +246,8 @@ int nbr_plan_seal(nbr_plan_t *plan, const int *node_of, const int *socket_of)
             }
         plan->phases[kept_phases].first_op = first;
         plan->phases[kept_phases].num_ops = next - first;
+        plan->phase_first_message[kept_phases] = total_messages;
+        total_messages += messages;
         kept_phases++;
         if (messages > plan->max_phase_messages)
             plan->max_phase_messages = messages;
@@ -226,6 +256,7 @@ int nbr_plan_seal(nbr_plan_t *plan, const int *node_of, const int *socket_of)
     free(sorted);
     plan->num_ops = next;
     plan->num_phases = kept_phases;
+    plan->phase_first_message[kept_phases] = total_messages;
     return NBR_SUCCESS;
 }
 

@@ -71,10 +71,15 @@ typedef struct nbr_layout {
     int num_recv_slots;
     nbr_slot_t *send; /* num_send_slots entries */
     nbr_slot_t *recv; /* num_recv_slots entries */
+    int send_capacity, recv_capacity;
 } nbr_layout_t;
 
+/* Sets a zeroed layout up with zeroed slots. */
 int nbr_layout_init(nbr_layout_t *layout, nbr_collective_t coll,
                     int num_send_slots, int num_recv_slots);
+/* Like init, for a layout reused call after call: memory only grows. */
+int nbr_layout_reserve(nbr_layout_t *layout, nbr_collective_t coll,
+                       int num_send_slots, int num_recv_slots);
 void nbr_layout_free(nbr_layout_t *layout);
 int nbr_layout_equal(const nbr_layout_t *a, const nbr_layout_t *b);
 int nbr_layout_copy(nbr_layout_t *dst, const nbr_layout_t *src);
@@ -104,6 +109,7 @@ typedef struct nbr_plan {
     nbr_op_t *ops;
     int phases_capacity;
     int max_phase_messages; /* most sends + receives in any phase */
+    int *phase_first_message; /* num_phases + 1: prefix sums of messages */
     nbr_plan_stats_t stats;
 } nbr_plan_t;
 

@@ -173,14 +173,12 @@ static int build_layout(const nbr_call_t *call, const nbr_comm_t *state,
 {
     int rc = NBR_SUCCESS;
     int alltoallv = call->coll == NBR_COLL_ALLTOALLV;
-    NBR_CHECK(nbr_layout_init(layout, call->coll, alltoallv ? state->outdegree : 1,
-                              state->indegree));
+    NBR_CHECK(nbr_layout_reserve(layout, call->coll, alltoallv ? state->outdegree : 1,
+                                 state->indegree));
     NBR_CHECK(describe_slots(&req->send, layout->send, layout->num_send_slots,
                              alltoallv ? call->sendcounts : NULL, call->sendcount,
                              alltoallv ? call->sdispls : NULL, 0));
     if (call->coll == NBR_COLL_ALLGATHER) {
-        if (call->recvcount > 0 && (long long)call->recvcount * req->recv.extent > INT_MAX * 1024LL)
-            return NBR_ERR_COUNT;
         NBR_CHECK(describe_slots(&req->recv, layout->recv, layout->num_recv_slots, NULL,
                                  call->recvcount, NULL, call->recvcount));
     } else {
@@ -207,26 +205,62 @@ out:
 
 /* -------------------------------------------------------------- requests */
 
+/* Everything a request holds for one call; memory for the next stays. */
+static void request_reset(nbr_request_t req)
+{
+    if (req->plan)
+        nbr_exec_unbind(&req->exec);
+    typed_buffer_free(&req->send);
+    typed_buffer_free(&req->recv);
+    req->send.type = req->recv.type = MPI_DATATYPE_NULL;
+    req->send.dense = req->recv.dense = 1;
+    free(req->scratch);
+    req->scratch = NULL;
+    nbr_shared_plan_release(req->plan);
+    req->plan = NULL;
+}
+
 static void request_destroy(nbr_request_t req)
 {
     if (!req)
         return;
-    if (req->plan)
-        nbr_exec_free(&req->exec);
-    typed_buffer_free(&req->send);
-    typed_buffer_free(&req->recv);
-    free(req->scratch);
-    nbr_shared_plan_release(req->plan);
-    if (req->comm)
-        nbr_comm_release(req->comm);
+    nbr_comm_t *state = req->comm;
+    request_reset(req);
+    nbr_exec_free(&req->exec);
+    nbr_layout_free(&req->layout);
     free(req);
+    if (state)
+        nbr_comm_release(state);
+}
+
+/* A finished request: kept as its communicator's spare when the slot is
+ * free and the communicator still lives (refs > 1: ours is not the last). */
+static void request_retire(nbr_request_t req)
+{
+    nbr_comm_t *state = req->comm;
+    if (req->persistent || state->spare_request || state->refs <= 1) {
+        request_destroy(req);
+        return;
+    }
+    request_reset(req);
+    req->comm = NULL;
+    state->spare_request = req;
+    nbr_comm_release(state);
+}
+
+void nbr_request_free_spare(nbr_comm_t *state)
+{
+    nbr_request_t spare = state->spare_request;
+    state->spare_request = NULL;
+    if (spare)
+        request_destroy(spare); /* holds no reference: comm is NULL */
 }
 
 static int prepare(const nbr_call_t *call, MPI_Info info, int persistent,
                    nbr_comm_t *state, nbr_request_t req)
 {
     int rc = NBR_SUCCESS;
-    nbr_layout_t layout = {0};
+    nbr_layout_t *layout = &req->layout;
     const nbr_algorithm_t *algorithm = state->algorithm;
     if (persistent && info != MPI_INFO_NULL) {
         char name[NBR_NAME_MAX];
@@ -239,10 +273,10 @@ static int prepare(const nbr_call_t *call, MPI_Info info, int persistent,
     req->recv.user = call->recvbuf;
     NBR_CHECK(describe_type(call->sendtype, &req->send));
     NBR_CHECK(describe_type(call->recvtype, &req->recv));
-    NBR_CHECK(build_layout(call, state, req, &layout));
+    NBR_CHECK(build_layout(call, state, req, layout));
     NBR_CHECK(stage(&req->send));
     NBR_CHECK(stage(&req->recv));
-    NBR_CHECK(nbr_comm_plan(state, algorithm, &layout, &req->plan));
+    NBR_CHECK(nbr_comm_plan(state, algorithm, layout, &req->plan));
     if (req->plan->plan.scratch_bytes > 0) {
         req->scratch = malloc(req->plan->plan.scratch_bytes);
         if (!req->scratch) {
@@ -259,7 +293,6 @@ static int prepare(const nbr_call_t *call, MPI_Info info, int persistent,
         req->plan = NULL;
     }
 out:
-    nbr_layout_free(&layout);
     return rc;
 }
 
@@ -273,11 +306,17 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     int rc = nbr_comm_get(call->comm, MPI_INFO_NULL, &state);
     if (rc != NBR_SUCCESS)
         return rc;
-    nbr_request_t req = calloc(1, sizeof(*req));
-    if (!req)
-        return NBR_ERR_NOMEM;
-    req->send.type = req->recv.type = MPI_DATATYPE_NULL;
-    req->send.dense = req->recv.dense = 1;
+    nbr_request_t req = NULL;
+    if (!persistent && state->spare_request) {
+        req = state->spare_request;
+        state->spare_request = NULL;
+    } else {
+        req = calloc(1, sizeof(*req));
+        if (!req)
+            return NBR_ERR_NOMEM;
+        req->send.type = req->recv.type = MPI_DATATYPE_NULL;
+        req->send.dense = req->recv.dense = 1;
+    }
     req->persistent = persistent;
     req->comm = state;
     nbr_comm_retain(state);
@@ -318,7 +357,7 @@ static int complete(nbr_request_t *request, int rc)
         rc = unpack_rc;
     nbr_comm_count(req->comm, &req->plan->plan);
     if (!req->persistent) {
-        request_destroy(req);
+        request_retire(req);
         *request = NBR_REQUEST_NULL;
     }
     return rc;
@@ -354,7 +393,7 @@ int nbr_request_free(nbr_request_t *request)
         return NBR_ERR_REQUEST;
     if ((*request)->exec.active)
         return NBR_ERR_REQUEST;
-    request_destroy(*request);
+    request_retire(*request);
     *request = NBR_REQUEST_NULL;
     return NBR_SUCCESS;
 }

@@ -45,6 +45,7 @@ struct nbr_request {
     nbr_shared_plan_t *plan;
     nbr_exec_t exec;
     int persistent;
+    nbr_layout_t layout; /* this call's; kept (with its memory) on reuse */
     nbr_typed_buffer_t send, recv;
     char *scratch;
 };
@@ -53,5 +54,8 @@ struct nbr_request {
  * (inactive). info: for persistent calls, may pick an algorithm. */
 int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
                        nbr_request_t *request);
+
+/* Frees the spare request a communicator keeps for its next call. */
+void nbr_request_free_spare(nbr_comm_t *state);
 
 #endif

@@ -12,46 +12,47 @@ static int is_message(const nbr_op_t *op)
     return op->kind == NBR_OP_RECV || op->kind == NBR_OP_SEND;
 }
 
+/* Grows *array to hold n elements of size bytes each. */
+static int reserve(void **array, int *capacity, int n, size_t size)
+{
+    if (n <= *capacity)
+        return NBR_SUCCESS;
+    void *grown = realloc(*array, (size_t)n * size);
+    if (!grown)
+        return NBR_ERR_NOMEM;
+    *array = grown;
+    *capacity = n;
+    return NBR_SUCCESS;
+}
+
 int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
                   char *const base[NBR_NUM_BUFFERS], MPI_Comm comm,
                   int tag_base, int persistent)
 {
     int rc = NBR_SUCCESS;
-    memset(exec, 0, sizeof(*exec));
     exec->plan = plan;
     memcpy(exec->base, base, sizeof(exec->base));
     exec->comm = comm;
     exec->tag_base = tag_base;
     exec->persistent = persistent;
     exec->phase = plan->num_phases;
-    exec->phase_first_request = calloc((size_t)plan->num_phases + 1, sizeof(int));
-    if (!exec->phase_first_request)
-        return NBR_ERR_NOMEM;
-    int total = 0;
-    for (int p = 0; p < plan->num_phases; p++) {
-        exec->phase_first_request[p] = total;
-        for (int i = 0; i < plan->phases[p].num_ops; i++) {
-            const nbr_op_t *op = &plan->ops[plan->phases[p].first_op + i];
-            if (!is_message(op))
-                continue;
-            if (op->bytes > INT_MAX) {
-                NBR_ERROR("message of %zu bytes: over 2 GiB is not supported yet", op->bytes);
-                rc = NBR_ERR_UNSUPPORTED;
-                goto out;
-            }
-            total++;
-        }
-    }
-    exec->phase_first_request[plan->num_phases] = total;
+    exec->active = 0;
+    exec->status = NBR_SUCCESS;
+    int total = plan->phase_first_message[plan->num_phases];
     int slots = persistent ? total : plan->max_phase_messages;
-    exec->requests = malloc(((size_t)slots + 1) * sizeof(MPI_Request));
-    exec->statuses = malloc(((size_t)plan->max_phase_messages + 1) * sizeof(MPI_Status));
-    if (!exec->requests || !exec->statuses) {
-        rc = NBR_ERR_NOMEM;
-        goto out;
-    }
+    NBR_CHECK(reserve((void **)&exec->requests, &exec->request_capacity, slots + 1,
+                      sizeof(MPI_Request)));
+    NBR_CHECK(reserve((void **)&exec->statuses, &exec->status_capacity,
+                      plan->max_phase_messages + 1, sizeof(MPI_Status)));
     for (int r = 0; r < slots; r++)
         exec->requests[r] = MPI_REQUEST_NULL;
+    for (int i = 0; i < plan->num_ops; i++)
+        if (is_message(&plan->ops[i]) && plan->ops[i].bytes > INT_MAX) {
+            NBR_ERROR("message of %zu bytes: over 2 GiB is not supported yet",
+                      plan->ops[i].bytes);
+            rc = NBR_ERR_UNSUPPORTED;
+            goto out;
+        }
     if (!persistent)
         return NBR_SUCCESS;
     MPI_Request *next = exec->requests;
@@ -67,7 +68,7 @@ int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
     }
 out:
     if (rc != NBR_SUCCESS)
-        nbr_exec_free(exec);
+        nbr_exec_unbind(exec);
     return rc;
 }
 
@@ -77,8 +78,8 @@ static int post_phase(nbr_exec_t *exec, int p)
     int rc = NBR_SUCCESS;
     const nbr_plan_t *plan = exec->plan;
     const nbr_phase_t *phase = &plan->phases[p];
-    int first = exec->phase_first_request[p];
-    int count = exec->phase_first_request[p + 1] - first;
+    int first = exec->plan->phase_first_message[p];
+    int count = exec->plan->phase_first_message[p + 1] - first;
     if (exec->persistent) {
         if (count > 0)
             NBR_MPI_CHECK(MPI_Startall(count, exec->requests + first));
@@ -107,7 +108,7 @@ out:
 
 static MPI_Request *phase_requests(nbr_exec_t *exec, int p)
 {
-    return exec->persistent ? exec->requests + exec->phase_first_request[p]
+    return exec->persistent ? exec->requests + exec->plan->phase_first_message[p]
                             : exec->requests;
 }
 
@@ -117,7 +118,7 @@ static int check_phase(nbr_exec_t *exec, int p, int mpi_rc)
 {
     const nbr_plan_t *plan = exec->plan;
     const nbr_phase_t *phase = &plan->phases[p];
-    int count = exec->phase_first_request[p + 1] - exec->phase_first_request[p];
+    int count = exec->plan->phase_first_message[p + 1] - exec->plan->phase_first_message[p];
     if (mpi_rc != MPI_SUCCESS && mpi_rc != MPI_ERR_IN_STATUS)
         return nbr_mpi_failed("MPI_Waitall", mpi_rc);
     for (int i = 0, r = 0; i < phase->num_ops && r < count; i++) {
@@ -172,7 +173,7 @@ int nbr_exec_start(nbr_exec_t *exec)
 static int finish_phase(nbr_exec_t *exec, int blocking, int *finished)
 {
     int p = exec->phase;
-    int count = exec->phase_first_request[p + 1] - exec->phase_first_request[p];
+    int count = exec->plan->phase_first_message[p + 1] - exec->plan->phase_first_message[p];
     int mpi_rc;
     *finished = 1;
     if (blocking) {
@@ -215,18 +216,25 @@ int nbr_exec_wait(nbr_exec_t *exec)
     return exec->status;
 }
 
-void nbr_exec_free(nbr_exec_t *exec)
+void nbr_exec_unbind(nbr_exec_t *exec)
 {
-    if (exec->persistent && exec->requests) {
-        int total = exec->phase_first_request[exec->plan->num_phases];
+    if (exec->persistent && exec->requests && exec->plan) {
+        int total = exec->plan->phase_first_message[exec->plan->num_phases];
         for (int r = 0; r < total; r++)
             if (exec->requests[r] != MPI_REQUEST_NULL)
                 MPI_Request_free(&exec->requests[r]);
     }
+    exec->plan = NULL;
+    exec->persistent = 0;
+    exec->active = 0;
+}
+
+void nbr_exec_free(nbr_exec_t *exec)
+{
+    nbr_exec_unbind(exec);
     free(exec->requests);
     free(exec->statuses);
-    free(exec->phase_first_request);
     exec->requests = NULL;
     exec->statuses = NULL;
-    exec->phase_first_request = NULL;
+    exec->request_capacity = exec->status_capacity = 0;
 }

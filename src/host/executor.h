@@ -17,15 +17,17 @@ typedef struct nbr_exec {
     MPI_Comm comm;
     int tag_base;
     int persistent;
-    int *phase_first_request; /* num_phases + 1 entries */
     MPI_Request *requests;    /* persistent: every message op; else one phase */
     MPI_Status *statuses;     /* one phase */
+    int request_capacity, status_capacity; /* arrays are kept between runs */
     int phase;                /* phase in flight; num_phases when idle */
     int active;
     int status;               /* first error of the current run */
 } nbr_exec_t;
 
-/* persistent != 0 creates MPI persistent requests for every message once. */
+/* Binds exec to a plan. persistent != 0 creates MPI persistent requests for
+ * every message once. exec must be zeroed the first time; a finished,
+ * non-persistent exec may be bound again and reuses its arrays. */
 int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
                   char *const base[NBR_NUM_BUFFERS], MPI_Comm comm,
                   int tag_base, int persistent);
@@ -34,6 +36,9 @@ int nbr_exec_start(nbr_exec_t *exec);
  * status then). */
 int nbr_exec_test(nbr_exec_t *exec, int *done);
 int nbr_exec_wait(nbr_exec_t *exec);
+/* Frees MPI persistent requests; the arrays stay for the next bind. */
+void nbr_exec_unbind(nbr_exec_t *exec);
+/* Unbinds and frees the arrays. */
 void nbr_exec_free(nbr_exec_t *exec);
 
 #endif
