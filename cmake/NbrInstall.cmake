@@ -23,6 +23,10 @@ install(FILES ${PROJECT_BINARY_DIR}/nbrcollConfig.cmake
 # MPICH: mpich), so `pkg-config --cflags nbrcoll` finds mpi.h too.
 pkg_search_module(NBR_PC_MPI QUIET ompi-c mpich mpi)
 set(NBR_PC_REQUIRES "${NBR_PC_MPI_MODULE_NAME}")
+# Relocatable: the prefix is found from where the .pc file lies, so
+# `cmake --install --prefix DIR` anywhere gives a working file.
+file(RELATIVE_PATH NBR_PC_TO_PREFIX "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
+string(REGEX REPLACE "/$" "" NBR_PC_TO_PREFIX "${NBR_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/nbrcoll.pc.in
   ${PROJECT_BINARY_DIR}/nbrcoll.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/nbrcoll.pc

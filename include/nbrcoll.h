@@ -86,11 +86,11 @@ NBR_API const char *nbr_error_string(int status);
  * over comm_old). info may carry the nbr_* keys listed above; it is also
  * passed to MPI. */
 NBR_API int nbr_dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
-                                           const int sources[],
-                                           const int sourceweights[],
+                                           const int *sources,
+                                           const int *sourceweights,
                                            int outdegree,
-                                           const int destinations[],
-                                           const int destweights[],
+                                           const int *destinations,
+                                           const int *destweights,
                                            MPI_Info info, int reorder,
                                            MPI_Comm *comm_dist_graph);
 
@@ -102,9 +102,9 @@ NBR_API int nbr_dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
  * so repeated edges pair up consistently. reorder is accepted and ignored
  * (ranks are never reordered). */
 NBR_API int nbr_dist_graph_create(MPI_Comm comm_old, int n,
-                                  const int sources[], const int degrees[],
-                                  const int destinations[],
-                                  const int weights[], MPI_Info info,
+                                  const int *sources, const int *degrees,
+                                  const int *destinations,
+                                  const int *weights, MPI_Info info,
                                   int reorder, MPI_Comm *comm_dist_graph);
 
 /* Attach nbrcoll state to an existing dist-graph communicator now, with
@@ -133,13 +133,13 @@ NBR_API int nbr_neighbor_allgather(const void *sendbuf, int sendcount,
 
 NBR_API int nbr_neighbor_allgatherv(const void *sendbuf, int sendcount,
                                     MPI_Datatype sendtype, void *recvbuf,
-                                    const int recvcounts[], const int displs[],
+                                    const int *recvcounts, const int *displs,
                                     MPI_Datatype recvtype, MPI_Comm comm);
 
-NBR_API int nbr_neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
-                                   const int sdispls[], MPI_Datatype sendtype,
-                                   void *recvbuf, const int recvcounts[],
-                                   const int rdispls[], MPI_Datatype recvtype,
+NBR_API int nbr_neighbor_alltoallv(const void *sendbuf, const int *sendcounts,
+                                   const int *sdispls, MPI_Datatype sendtype,
+                                   void *recvbuf, const int *recvcounts,
+                                   const int *rdispls, MPI_Datatype recvtype,
                                    MPI_Comm comm);
 
 /* --------------------------------------------------------- requests */
@@ -160,14 +160,14 @@ NBR_API int nbr_neighbor_iallgather(const void *sendbuf, int sendcount,
 
 NBR_API int nbr_neighbor_iallgatherv(const void *sendbuf, int sendcount,
                                      MPI_Datatype sendtype, void *recvbuf,
-                                     const int recvcounts[], const int displs[],
+                                     const int *recvcounts, const int *displs,
                                      MPI_Datatype recvtype, MPI_Comm comm,
                                      nbr_request_t *request);
 
 NBR_API int nbr_neighbor_ialltoallv(const void *sendbuf,
-                                    const int sendcounts[], const int sdispls[],
+                                    const int *sendcounts, const int *sdispls,
                                     MPI_Datatype sendtype, void *recvbuf,
-                                    const int recvcounts[], const int rdispls[],
+                                    const int *recvcounts, const int *rdispls,
                                     MPI_Datatype recvtype, MPI_Comm comm,
                                     nbr_request_t *request);
 
@@ -185,17 +185,17 @@ NBR_API int nbr_neighbor_allgather_init(const void *sendbuf, int sendcount,
 
 NBR_API int nbr_neighbor_allgatherv_init(const void *sendbuf, int sendcount,
                                          MPI_Datatype sendtype, void *recvbuf,
-                                         const int recvcounts[],
-                                         const int displs[],
+                                         const int *recvcounts,
+                                         const int *displs,
                                          MPI_Datatype recvtype, MPI_Comm comm,
                                          MPI_Info info, nbr_request_t *request);
 
 NBR_API int nbr_neighbor_alltoallv_init(const void *sendbuf,
-                                        const int sendcounts[],
-                                        const int sdispls[],
+                                        const int *sendcounts,
+                                        const int *sdispls,
                                         MPI_Datatype sendtype, void *recvbuf,
-                                        const int recvcounts[],
-                                        const int rdispls[],
+                                        const int *recvcounts,
+                                        const int *rdispls,
                                         MPI_Datatype recvtype, MPI_Comm comm,
                                         MPI_Info info, nbr_request_t *request);
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the build tree into a temporary prefix, builds a user project
+# against it with find_package(nbrcoll) and with pkg-config, and runs both.
+# usage: install_and_consume.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 source=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+export CMAKE_PREFIX_PATH="$work/prefix"
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib/x86_64-linux-gnu/pkgconfig:${PKG_CONFIG_PATH:-}"
+cmake -S "$source/tests/install/consumer" -B "$work/consumer" >/dev/null
+cmake --build "$work/consumer" >/dev/null
+export LD_LIBRARY_PATH="$work/prefix/lib:$work/prefix/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+for exe in consumer_cmake consumer_pkgconfig; do
+  mpirun --oversubscribe -np 2 -x LD_LIBRARY_PATH "$work/consumer/$exe"
+done
+echo "installed package works through find_package and pkg-config"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# NBR_DUMP_PLAN writes one readable plan file per communicator and rank.
+# usage: plan_dump.sh NBR_BENCH
+set -euo pipefail
+bench=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+NBR_DUMP_PLAN="$dir" mpirun --oversubscribe -np 4 -x NBR_DUMP_PLAN "$bench" \
+  --pattern moore --dims 1 --radius 1 --min-bytes 8 --max-bytes 8 --iters 1 \
+  --warmup 0 --algorithms naive --ranks-per-node 2 >/dev/null
+for rank in 0 1 2 3; do
+  file="$dir/nbrcoll-comm0-rank$rank.txt"
+  [[ -s $file ]] || { echo "missing $file"; ls -l "$dir"; exit 1; }
+  # 1-D ring, radius 1: two receives and two sends, one of them off-node
+  grep -q "^plan naive allgather rank $rank of 4: 1 phases, 4 ops" "$file" ||
+    { echo "unexpected header in $file:"; head -3 "$file"; exit 1; }
+  grep -q "inter-node 1 msgs 8 B" "$file" || { echo "wrong counts in $file"; head -3 "$file"; exit 1; }
+  (( $(grep -c "^    recv from" "$file") == 2 )) || { echo "wrong recv ops in $file"; exit 1; }
+done
+echo "plan dumps ok"
