@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include "grow.h"
 #include "log.h"
 
 #include <nbrcoll.h>
@@ -8,14 +9,9 @@
 
 int nbr_mailbox_post(nbr_mailbox_t *box, int peer, const void *data, size_t bytes)
 {
-    if (box->count == box->capacity) {
-        int cap = box->capacity ? 2 * box->capacity : 8;
-        nbr_message_t *grown = realloc(box->messages, (size_t)cap * sizeof(*grown));
-        if (!grown)
-            return NBR_ERR_NOMEM;
-        box->messages = grown;
-        box->capacity = cap;
-    }
+    if (nbr_grow((void **)&box->messages, &box->capacity, box->count + 1, 8,
+                 sizeof(nbr_message_t)) != NBR_SUCCESS)
+        return NBR_ERR_NOMEM;
     void *copy = malloc(bytes ? bytes : 1);
     if (!copy)
         return NBR_ERR_NOMEM;
@@ -143,16 +139,11 @@ static int nbx_exchange(MPI_Comm comm, int tag, const nbr_mailbox_t *outbox,
                 goto out;
             }
             /* take ownership without a second copy */
-            if (inbox->count == inbox->capacity) {
-                int cap = inbox->capacity ? 2 * inbox->capacity : 8;
-                nbr_message_t *grown = realloc(inbox->messages, (size_t)cap * sizeof(*grown));
-                if (!grown) {
-                    free(data);
-                    rc = NBR_ERR_NOMEM;
-                    goto out;
-                }
-                inbox->messages = grown;
-                inbox->capacity = cap;
+            if (nbr_grow((void **)&inbox->messages, &inbox->capacity, inbox->count + 1, 8,
+                         sizeof(nbr_message_t)) != NBR_SUCCESS) {
+                free(data);
+                rc = NBR_ERR_NOMEM;
+                goto out;
             }
             inbox->messages[inbox->count++] =
                 (nbr_message_t){status.MPI_SOURCE, (size_t)bytes, data};

@@ -1,5 +1,7 @@
 #include "plan.h"
 
+#include "grow.h"
+
 #include <nbrcoll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,20 +24,11 @@ int nbr_layout_reserve(nbr_layout_t *layout, nbr_collective_t coll,
                        int num_send_slots, int num_recv_slots)
 {
     /* +1: a zero-degree rank still gets a valid pointer */
-    if (num_send_slots + 1 > layout->send_capacity) {
-        nbr_slot_t *grown = realloc(layout->send, ((size_t)num_send_slots + 1) * sizeof(nbr_slot_t));
-        if (!grown)
-            return NBR_ERR_NOMEM;
-        layout->send = grown;
-        layout->send_capacity = num_send_slots + 1;
-    }
-    if (num_recv_slots + 1 > layout->recv_capacity) {
-        nbr_slot_t *grown = realloc(layout->recv, ((size_t)num_recv_slots + 1) * sizeof(nbr_slot_t));
-        if (!grown)
-            return NBR_ERR_NOMEM;
-        layout->recv = grown;
-        layout->recv_capacity = num_recv_slots + 1;
-    }
+    if (nbr_grow((void **)&layout->send, &layout->send_capacity, num_send_slots + 1, 1,
+                 sizeof(nbr_slot_t)) != NBR_SUCCESS ||
+        nbr_grow((void **)&layout->recv, &layout->recv_capacity, num_recv_slots + 1, 1,
+                 sizeof(nbr_slot_t)) != NBR_SUCCESS)
+        return NBR_ERR_NOMEM;
     layout->coll = coll;
     layout->num_send_slots = num_send_slots;
     layout->num_recv_slots = num_recv_slots;
@@ -126,14 +119,9 @@ void nbr_plan_free(nbr_plan_t *plan)
 
 int nbr_plan_begin_phase(nbr_plan_t *plan)
 {
-    if (plan->num_phases == plan->phases_capacity) {
-        int cap = plan->phases_capacity ? 2 * plan->phases_capacity : 4;
-        nbr_phase_t *grown = realloc(plan->phases, (size_t)cap * sizeof(*grown));
-        if (!grown)
-            return NBR_ERR_NOMEM;
-        plan->phases = grown;
-        plan->phases_capacity = cap;
-    }
+    if (nbr_grow((void **)&plan->phases, &plan->phases_capacity, plan->num_phases + 1, 4,
+                 sizeof(nbr_phase_t)) != NBR_SUCCESS)
+        return NBR_ERR_NOMEM;
     plan->phases[plan->num_phases].first_op = plan->num_ops;
     plan->phases[plan->num_phases].num_ops = 0;
     plan->num_phases++;
@@ -146,14 +134,9 @@ static int push_op(nbr_plan_t *plan, const nbr_op_t *op)
         return NBR_ERR_INTERNAL; /* builder forgot nbr_plan_begin_phase */
     if (op->tag >= 64)
         return NBR_ERR_INTERNAL;
-    if (plan->num_ops == plan->ops_capacity) {
-        int cap = plan->ops_capacity ? 2 * plan->ops_capacity : 16;
-        nbr_op_t *grown = realloc(plan->ops, (size_t)cap * sizeof(*grown));
-        if (!grown)
-            return NBR_ERR_NOMEM;
-        plan->ops = grown;
-        plan->ops_capacity = cap;
-    }
+    if (nbr_grow((void **)&plan->ops, &plan->ops_capacity, plan->num_ops + 1, 16,
+                 sizeof(nbr_op_t)) != NBR_SUCCESS)
+        return NBR_ERR_NOMEM;
     plan->ops[plan->num_ops++] = *op;
     plan->phases[plan->num_phases - 1].num_ops++;
     if (op->kind != NBR_OP_COPY && op->tag + 1 > plan->num_tags)

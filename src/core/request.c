@@ -96,26 +96,12 @@ static char *plan_base(const nbr_typed_buffer_t *buf)
     return buf->dense ? buf->user + buf->true_lb : buf->staging;
 }
 
-static int pack_send(nbr_typed_buffer_t *buf, const nbr_slot_t *slots, MPI_Comm comm)
-{
-    int rc = NBR_SUCCESS;
-    if (buf->dense)
-        return NBR_SUCCESS;
-    for (int i = 0; i < buf->num_slots; i++) {
-        if (slots[i].bytes == 0)
-            continue;
-        int position = (int)slots[i].offset;
-        NBR_MPI_CHECK(MPI_Pack(buf->user + buf->displs[i] * buf->extent, buf->counts[i],
-                               buf->type, buf->staging, (int)buf->staging_bytes,
-                               &position, comm));
-        if ((size_t)position != slots[i].offset + slots[i].bytes)
-            return NBR_ERR_UNSUPPORTED; /* MPI_Pack is not a plain byte copy here */
-    }
-out:
-    return rc;
-}
+enum { PACK, UNPACK };
 
-static int unpack_recv(nbr_typed_buffer_t *buf, const nbr_slot_t *slots, MPI_Comm comm)
+/* Moves a staged buffer's slots between the user's memory (typed) and the
+ * staging area (bytes): PACK before a send, UNPACK after a receive. */
+static int transfer_staged(nbr_typed_buffer_t *buf, const nbr_slot_t *slots,
+                           MPI_Comm comm, int direction)
 {
     int rc = NBR_SUCCESS;
     if (buf->dense)
@@ -124,9 +110,15 @@ static int unpack_recv(nbr_typed_buffer_t *buf, const nbr_slot_t *slots, MPI_Com
         if (slots[i].bytes == 0)
             continue;
         int position = (int)slots[i].offset;
-        NBR_MPI_CHECK(MPI_Unpack(buf->staging, (int)buf->staging_bytes, &position,
-                                 buf->user + buf->displs[i] * buf->extent,
-                                 buf->counts[i], buf->type, comm));
+        char *user = buf->user + buf->displs[i] * buf->extent;
+        if (direction == PACK)
+            NBR_MPI_CHECK(MPI_Pack(user, buf->counts[i], buf->type, buf->staging,
+                                   (int)buf->staging_bytes, &position, comm));
+        else
+            NBR_MPI_CHECK(MPI_Unpack(buf->staging, (int)buf->staging_bytes, &position,
+                                     user, buf->counts[i], buf->type, comm));
+        if ((size_t)position != slots[i].offset + slots[i].bytes)
+            return NBR_ERR_UNSUPPORTED; /* MPI's packed form is not the plain bytes */
     }
 out:
     return rc;
@@ -342,7 +334,7 @@ int nbr_start(nbr_request_t *request)
     nbr_request_t req = *request;
     if (req->exec.active)
         return NBR_ERR_REQUEST;
-    int rc = pack_send(&req->send, req->plan->layout.send, req->comm->comm);
+    int rc = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
     if (rc != NBR_SUCCESS)
         return rc;
     return nbr_exec_start(&req->exec);
@@ -352,7 +344,7 @@ int nbr_start(nbr_request_t *request)
 static int complete(nbr_request_t *request, int rc)
 {
     nbr_request_t req = *request;
-    int unpack_rc = unpack_recv(&req->recv, req->plan->layout.recv, req->comm->comm);
+    int unpack_rc = transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
     if (rc == NBR_SUCCESS)
         rc = unpack_rc;
     nbr_comm_count(req->comm, &req->plan->plan);

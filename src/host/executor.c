@@ -1,5 +1,6 @@
 #include "executor.h"
 
+#include "../core/grow.h"
 #include "../core/log.h"
 
 #include <limits.h>
@@ -10,19 +11,6 @@
 static int is_message(const nbr_op_t *op)
 {
     return op->kind == NBR_OP_RECV || op->kind == NBR_OP_SEND;
-}
-
-/* Grows *array to hold n elements of size bytes each. */
-static int reserve(void **array, int *capacity, int n, size_t size)
-{
-    if (n <= *capacity)
-        return NBR_SUCCESS;
-    void *grown = realloc(*array, (size_t)n * size);
-    if (!grown)
-        return NBR_ERR_NOMEM;
-    *array = grown;
-    *capacity = n;
-    return NBR_SUCCESS;
 }
 
 int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
@@ -40,10 +28,10 @@ int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
     exec->status = NBR_SUCCESS;
     int total = plan->phase_first_message[plan->num_phases];
     int slots = persistent ? total : plan->max_phase_messages;
-    NBR_CHECK(reserve((void **)&exec->requests, &exec->request_capacity, slots + 1,
-                      sizeof(MPI_Request)));
-    NBR_CHECK(reserve((void **)&exec->statuses, &exec->status_capacity,
-                      plan->max_phase_messages + 1, sizeof(MPI_Status)));
+    NBR_CHECK(nbr_grow((void **)&exec->requests, &exec->request_capacity, slots + 1, 1,
+                       sizeof(MPI_Request)));
+    NBR_CHECK(nbr_grow((void **)&exec->statuses, &exec->status_capacity,
+                       plan->max_phase_messages + 1, 1, sizeof(MPI_Status)));
     for (int r = 0; r < slots; r++)
         exec->requests[r] = MPI_REQUEST_NULL;
     for (int i = 0; i < plan->num_ops; i++)

@@ -1,0 +1,27 @@
+/* Growing arrays: the one realloc pattern of the library. */
+#ifndef NBR_GROW_H
+#define NBR_GROW_H
+
+#include <nbrcoll.h>
+#include <stdlib.h>
+
+/* Makes *array hold at least `needed` elements of `size` bytes, doubling
+ * (from at least `minimum`) so that appending stays amortised O(1).
+ * Returns NBR_SUCCESS or NBR_ERR_NOMEM (the array is then unchanged). */
+static inline int nbr_grow(void **array, int *capacity, int needed, int minimum,
+                           size_t size)
+{
+    if (needed <= *capacity)
+        return NBR_SUCCESS;
+    int grown_capacity = *capacity > minimum ? *capacity : minimum;
+    while (grown_capacity < needed)
+        grown_capacity *= 2;
+    void *grown = realloc(*array, (size_t)grown_capacity * size);
+    if (!grown)
+        return NBR_ERR_NOMEM;
+    *array = grown;
+    *capacity = grown_capacity;
+    return NBR_SUCCESS;
+}
+
+#endif
