@@ -234,17 +234,12 @@ int nbr_reset_counters(MPI_Comm comm)
 
 /* ---------------------------------------------------------- collectives */
 
-/* Starts a fresh request. If starting fails part-way (messages already
- * posted), the posted part is completed first so nothing is left pending;
- * the request is then gone and the error returned. */
+/* Starts a fresh request; if that fails (nbr_start has then run out
+ * whatever part was posted), the request is freed and the error returned. */
 static int start_fresh(nbr_request_t *request)
 {
     int rc = nbr_start(request);
-    if (rc == NBR_SUCCESS)
-        return rc;
-    if ((*request)->exec.active)
-        nbr_wait(request); /* retires the request */
-    else
+    if (rc != NBR_SUCCESS)
         nbr_request_free(request);
     return rc;
 }

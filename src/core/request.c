@@ -249,7 +249,7 @@ void nbr_request_free_spare(nbr_comm_t *state)
 }
 
 static int prepare(const nbr_call_t *call, MPI_Info info, int persistent,
-                   nbr_comm_t *state, nbr_request_t req)
+                   nbr_comm_t *state, int tag_base, nbr_request_t req)
 {
     int rc = NBR_SUCCESS;
     nbr_layout_t *layout = &req->layout;
@@ -278,8 +278,8 @@ static int prepare(const nbr_call_t *call, MPI_Info info, int persistent,
     }
     char *base[NBR_NUM_BUFFERS] = {plan_base(&req->send), plan_base(&req->recv),
                                    req->scratch};
-    rc = nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm,
-                       nbr_comm_next_tag_base(state), persistent);
+    rc = nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm, tag_base,
+                       persistent);
     if (rc != NBR_SUCCESS) {
         nbr_shared_plan_release(req->plan);
         req->plan = NULL;
@@ -298,6 +298,9 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     int rc = nbr_comm_get(call->comm, MPI_INFO_NULL, &state);
     if (rc != NBR_SUCCESS)
         return rc;
+    /* Every rank takes this call's tags before any check that may fail on
+     * some ranks only: sequence numbers must stay equal everywhere. */
+    int tag_base = nbr_comm_next_tag_base(state);
     nbr_request_t req = NULL;
     if (!persistent && state->spare_request) {
         req = state->spare_request;
@@ -312,7 +315,7 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     req->persistent = persistent;
     req->comm = state;
     nbr_comm_retain(state);
-    rc = prepare(call, info, persistent, state, req);
+    rc = prepare(call, info, persistent, state, tag_base, req);
     if (persistent) {
         /* _init is collective: every rank returns the same status. */
         int agreed = rc;
@@ -337,7 +340,10 @@ int nbr_start(nbr_request_t *request)
     int rc = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
     if (rc != NBR_SUCCESS)
         return rc;
-    return nbr_exec_start(&req->exec);
+    rc = nbr_exec_start(&req->exec);
+    if (rc != NBR_SUCCESS && req->exec.active)
+        nbr_exec_wait(&req->exec); /* part was posted and peers wait for the rest */
+    return rc;
 }
 
 /* A run has ended (status rc): unpack, count, and retire non-persistent requests. */

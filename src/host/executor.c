@@ -13,6 +13,33 @@ static int is_message(const nbr_op_t *op)
     return op->kind == NBR_OP_RECV || op->kind == NBR_OP_SEND;
 }
 
+/* Creates the MPI persistent requests of phase p that do not exist: all of
+ * them at init, and again after a phase failed (finish_phase drops them:
+ * Open MPI may release or spoil a persistent receive that was truncated). */
+static int create_persistent(nbr_exec_t *exec, int p)
+{
+    int rc = NBR_SUCCESS;
+    const nbr_phase_t *phase = &exec->plan->phases[p];
+    MPI_Request *next = exec->requests + exec->plan->phase_first_message[p];
+    for (int i = 0; i < phase->num_ops; i++) {
+        const nbr_op_t *op = &exec->plan->ops[phase->first_op + i];
+        if (!is_message(op))
+            continue;
+        MPI_Request *request = next++;
+        if (*request != MPI_REQUEST_NULL)
+            continue;
+        char *addr = exec->base[op->buf] + op->offset;
+        if (op->kind == NBR_OP_RECV)
+            NBR_MPI_CHECK(MPI_Recv_init(addr, (int)op->bytes, MPI_BYTE, op->peer,
+                                        exec->tag_base + op->tag, exec->comm, request));
+        else
+            NBR_MPI_CHECK(MPI_Send_init(addr, (int)op->bytes, MPI_BYTE, op->peer,
+                                        exec->tag_base + op->tag, exec->comm, request));
+    }
+out:
+    return rc;
+}
+
 int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
                   char *const base[NBR_NUM_BUFFERS], MPI_Comm comm,
                   int tag_base, int persistent)
@@ -43,17 +70,8 @@ int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
         }
     if (!persistent)
         return NBR_SUCCESS;
-    MPI_Request *next = exec->requests;
-    for (int i = 0; i < plan->num_ops; i++) {
-        const nbr_op_t *op = &plan->ops[i];
-        char *addr = exec->base[op->buf] + op->offset;
-        if (op->kind == NBR_OP_RECV)
-            NBR_MPI_CHECK(MPI_Recv_init(addr, (int)op->bytes, MPI_BYTE, op->peer,
-                                        tag_base + op->tag, comm, next++));
-        else if (op->kind == NBR_OP_SEND)
-            NBR_MPI_CHECK(MPI_Send_init(addr, (int)op->bytes, MPI_BYTE, op->peer,
-                                        tag_base + op->tag, comm, next++));
-    }
+    for (int p = 0; p < plan->num_phases; p++)
+        NBR_CHECK(create_persistent(exec, p));
 out:
     if (rc != NBR_SUCCESS)
         nbr_exec_unbind(exec);
@@ -69,6 +87,7 @@ static int post_phase(nbr_exec_t *exec, int p)
     int first = exec->plan->phase_first_message[p];
     int count = exec->plan->phase_first_message[p + 1] - first;
     if (exec->persistent) {
+        NBR_CHECK(create_persistent(exec, p));
         if (count > 0)
             NBR_MPI_CHECK(MPI_Startall(count, exec->requests + first));
     } else {
@@ -100,41 +119,57 @@ static MPI_Request *phase_requests(nbr_exec_t *exec, int p)
                             : exec->requests;
 }
 
+/* MPI_ERR_IN_STATUS from Waitall / Testall marks requests that neither
+ * failed nor completed as MPI_ERR_PENDING: they are still in flight and
+ * must complete before the phase may end. */
+static void wait_pending(MPI_Request *requests, MPI_Status *statuses, int count)
+{
+    for (int r = 0; r < count; r++)
+        if (statuses[r].MPI_ERROR == MPI_ERR_PENDING)
+            statuses[r].MPI_ERROR = MPI_Wait(&requests[r], &statuses[r]);
+}
+
 /* After a phase completed: a receive that got a different byte count than
  * the plan expects means the two ranks disagree on type signatures. */
 static int check_phase(nbr_exec_t *exec, int p, int mpi_rc)
 {
     const nbr_plan_t *plan = exec->plan;
     const nbr_phase_t *phase = &plan->phases[p];
-    int count = exec->plan->phase_first_message[p + 1] - exec->plan->phase_first_message[p];
+    int count = plan->phase_first_message[p + 1] - plan->phase_first_message[p];
     if (mpi_rc != MPI_SUCCESS && mpi_rc != MPI_ERR_IN_STATUS)
         return nbr_mpi_failed("MPI_Waitall", mpi_rc);
+    int rc = NBR_SUCCESS;
     for (int i = 0, r = 0; i < phase->num_ops && r < count; i++) {
         const nbr_op_t *op = &plan->ops[phase->first_op + i];
         if (!is_message(op))
             continue;
         MPI_Status *status = &exec->statuses[r++];
+        int op_rc = NBR_SUCCESS;
         if (mpi_rc == MPI_ERR_IN_STATUS && status->MPI_ERROR != MPI_SUCCESS) {
             int cls = MPI_SUCCESS;
             MPI_Error_class(status->MPI_ERROR, &cls);
             if (cls == MPI_ERR_TRUNCATE) {
                 NBR_ERROR("message from rank %d longer than the %zu bytes expected: "
                           "send and receive signatures differ", op->peer, op->bytes);
-                return NBR_ERR_TYPE_MISMATCH;
+                op_rc = NBR_ERR_TYPE_MISMATCH;
+            } else {
+                op_rc = nbr_mpi_failed(op->kind == NBR_OP_RECV ? "receive" : "send",
+                                       status->MPI_ERROR);
             }
-            return nbr_mpi_failed("receive", status->MPI_ERROR);
-        }
-        if (op->kind == NBR_OP_RECV) {
+        } else if (op->kind == NBR_OP_RECV) {
             int got = 0;
             MPI_Get_count(status, MPI_BYTE, &got);
             if ((size_t)got != op->bytes) {
                 NBR_ERROR("message from rank %d has %d bytes, %zu expected: "
                           "send and receive signatures differ", op->peer, got, op->bytes);
-                return NBR_ERR_TYPE_MISMATCH;
+                op_rc = NBR_ERR_TYPE_MISMATCH;
             }
         }
+        /* a signature mismatch says more than a generic MPI failure */
+        if (rc == NBR_SUCCESS || op_rc == NBR_ERR_TYPE_MISMATCH)
+            rc = op_rc == NBR_SUCCESS ? rc : op_rc;
     }
-    return NBR_SUCCESS;
+    return rc;
 }
 
 static void record(nbr_exec_t *exec, int rc)
@@ -171,7 +206,18 @@ static int finish_phase(nbr_exec_t *exec, int blocking, int *finished)
         if (!*finished && mpi_rc == MPI_SUCCESS)
             return NBR_SUCCESS;
     }
-    record(exec, check_phase(exec, p, mpi_rc));
+    if (mpi_rc == MPI_ERR_IN_STATUS)
+        wait_pending(phase_requests(exec, p), exec->statuses, count);
+    int phase_rc = check_phase(exec, p, mpi_rc);
+    if (phase_rc != NBR_SUCCESS && exec->persistent) {
+        /* After an error MPI may have released a handle or left it unusable;
+         * drop the phase's handles so the next start re-creates them. */
+        MPI_Request *requests = phase_requests(exec, p);
+        for (int r = 0; r < count; r++)
+            if (requests[r] != MPI_REQUEST_NULL)
+                MPI_Request_free(&requests[r]);
+    }
+    record(exec, phase_rc);
     exec->phase++;
     if (exec->phase < exec->plan->num_phases)
         record(exec, post_phase(exec, exec->phase));
