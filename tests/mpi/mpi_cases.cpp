@@ -1,0 +1,980 @@
+#include "mpi_cases.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "mpi_harness.h"
+
+namespace nbrtest {
+
+// ================================================================ helpers
+
+uint64_t mix(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
+{
+    uint64_t st = 0x243F6A8885A308D3ull;
+    uint64_t h = 0;
+    for (uint64_t v : {a, b, c, d, e}) {
+        st ^= v * 0x9E3779B97F4A7C15ull + h;
+        h = nbr_splitmix64(&st);
+    }
+    return h;
+}
+
+namespace {
+
+template <class T>
+T *ptr_or_null(std::vector<T> &v)
+{
+    return v.empty() ? nullptr : v.data();
+}
+template <class T>
+const T *ptr_or_null(const std::vector<T> &v)
+{
+    return v.empty() ? nullptr : v.data();
+}
+
+void fill_random(uint8_t *p, size_t n, uint64_t key)
+{
+    uint64_t st = key;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v = nbr_splitmix64(&st);
+        std::memcpy(p + i, &v, 8);
+    }
+    if (i < n) {
+        uint64_t v = nbr_splitmix64(&st);
+        std::memcpy(p + i, &v, n - i);
+    }
+}
+
+inline uint8_t sentinel_byte(size_t pos, int run)
+{
+    return static_cast<uint8_t>(0xA5u ^ ((pos * 131u + static_cast<size_t>(run) * 29u) & 0xFFu));
+}
+
+void fill_sentinel(std::vector<uint8_t> &b, int run)
+{
+    for (size_t i = 0; i < b.size(); ++i)
+        b[i] = sentinel_byte(i, run);
+}
+
+std::vector<uint8_t> pack(const void *buf, int count, MPI_Datatype t)
+{
+    std::vector<uint8_t> out;
+    if (count <= 0)
+        return out;
+    int sz = 0;
+    MPI_Pack_size(count, t, MPI_COMM_SELF, &sz);
+    out.resize(static_cast<size_t>(sz));
+    int pos = 0;
+    MPI_Pack(buf, count, t, out.data(), sz, &pos, MPI_COMM_SELF);
+    out.resize(static_cast<size_t>(pos));
+    return out;
+}
+
+}  // namespace
+
+std::string status_text(int rc)
+{
+    std::ostringstream os;
+    const char *s = nbr_error_string(rc);
+    os << rc << " (" << (s ? s : "NULL") << ")";
+    return os.str();
+}
+
+namespace {
+
+// Occurrence index of each entry among equal entries before it.
+std::vector<int> occurrences(const std::vector<int> &v)
+{
+    std::vector<int> k(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+        int c = 0;
+        for (size_t j = 0; j < i; ++j)
+            c += (v[j] == v[i]);
+        k[i] = c;
+    }
+    return k;
+}
+
+Types *g_types = nullptr;
+
+TypeDesc make_desc(const char *name, MPI_Datatype t)
+{
+    TypeDesc d{name, t, 0, 0};
+    MPI_Aint lb = 0;
+    MPI_Type_get_extent(t, &lb, &d.extent);
+    MPI_Type_size(t, &d.size);
+    return d;
+}
+
+MPI_Datatype make_struct(const MPI_Aint displs[3], MPI_Aint extent)
+{
+    int lens[3] = {1, 1, 1};
+    MPI_Datatype ts[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
+    MPI_Datatype raw, out;
+    MPI_Type_create_struct(3, lens, displs, ts, &raw);
+    MPI_Type_create_resized(raw, 0, extent, &out);
+    MPI_Type_free(&raw);
+    MPI_Type_commit(&out);
+    return out;
+}
+
+}  // namespace
+
+// ================================================================ types
+
+int Types::find(const std::string &pair_name) const
+{
+    for (size_t i = 0; i < pairs.size(); ++i)
+        if (pairs[i].name == pair_name)
+            return static_cast<int>(i);
+    ADD_FAILURE() << "test bug: no type pair " << pair_name;
+    return 0;
+}
+
+const Types &types()
+{
+    if (g_types)
+        return *g_types;
+    Types *t = new Types;
+    t->byte_ = make_desc("byte", MPI_BYTE);
+    t->int_ = make_desc("int", MPI_INT);
+    t->double_ = make_desc("double", MPI_DOUBLE);
+
+    MPI_Datatype vec;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    t->vec = make_desc("vec4s2", vec);
+
+    const MPI_Aint da[3] = {0, 8, 20};
+    t->struct_a = make_desc("structA", make_struct(da, 32));
+    const MPI_Aint db[3] = {9, 1, 0};
+    t->struct_b = make_desc("structB", make_struct(db, 16));
+
+    t->pairs = {
+        {"byte", &t->byte_, 1, &t->byte_, 1},
+        {"int", &t->int_, 1, &t->int_, 1},
+        {"double", &t->double_, 1, &t->double_, 1},
+        {"int->vec", &t->int_, 4, &t->vec, 1},
+        {"vec->int", &t->vec, 1, &t->int_, 4},
+        {"vec", &t->vec, 1, &t->vec, 1},
+        {"structA->structB", &t->struct_a, 1, &t->struct_b, 1},
+        {"structA", &t->struct_a, 1, &t->struct_a, 1},
+    };
+    g_types = t;
+    at_finalize([] {
+        MPI_Type_free(&g_types->vec.type);
+        MPI_Type_free(&g_types->struct_a.type);
+        MPI_Type_free(&g_types->struct_b.type);
+        delete g_types;
+        g_types = nullptr;
+    });
+    return *g_types;
+}
+
+// ================================================================ neighbors
+
+Neighbors query_neighbors(MPI_Comm comm)
+{
+    Neighbors nb;
+    int indeg = 0, outdeg = 0, weighted = 0;
+    MPI_Dist_graph_neighbors_count(comm, &indeg, &outdeg, &weighted);
+    nb.weighted = weighted != 0;
+    std::vector<int> in(indeg + 1), out(outdeg + 1), inw(indeg + 1), outw(outdeg + 1);
+    MPI_Dist_graph_neighbors(comm, indeg, in.data(),
+                             weighted ? inw.data() : MPI_UNWEIGHTED, outdeg,
+                             out.data(), weighted ? outw.data() : MPI_UNWEIGHTED);
+    nb.in.assign(in.begin(), in.begin() + indeg);
+    nb.out.assign(out.begin(), out.begin() + outdeg);
+    if (weighted) {
+        nb.inw.assign(inw.begin(), inw.begin() + indeg);
+        nb.outw.assign(outw.begin(), outw.begin() + outdeg);
+    }
+    return nb;
+}
+
+// ================================================================ comms
+
+const Mode kAllModes[3] = {Mode::NbrAdjacent, Mode::MpiLazy, Mode::NbrGeneral};
+
+const char *mode_name(Mode m)
+{
+    switch (m) {
+    case Mode::NbrAdjacent: return "nbr_adjacent";
+    case Mode::MpiLazy: return "mpi_lazy";
+    case Mode::NbrGeneral: return "nbr_general";
+    }
+    return "?";
+}
+
+int edge_weight(int src, int dst, int k) { return 1 + (src * 7 + dst * 3 + k) % 97; }
+
+namespace {
+
+std::string list_text(const std::vector<int> &v)
+{
+    std::ostringstream os;
+    os << "[";
+    for (size_t i = 0; i < v.size(); ++i)
+        os << (i ? " " : "") << v[i];
+    os << "]";
+    return os.str();
+}
+
+}  // namespace
+
+MPI_Comm make_comm(const nbr_graph_t &g, Mode mode, const CommOptions &opt,
+                   const std::string &ctx)
+{
+    const int me = world_rank(), P = world_size();
+    std::string where = ctx + " [" + mode_name(mode) + "] rank " + std::to_string(me);
+
+    std::vector<int> in(nbr_graph_in(&g, me), nbr_graph_in(&g, me) + nbr_graph_indegree(&g, me));
+    std::vector<int> out(nbr_graph_out(&g, me), nbr_graph_out(&g, me) + nbr_graph_outdegree(&g, me));
+    std::vector<int> kin = occurrences(in), kout = occurrences(out);
+    std::vector<int> inw(in.size()), outw(out.size());
+    for (size_t i = 0; i < in.size(); ++i)
+        inw[i] = edge_weight(in[i], me, kin[i]);
+    for (size_t j = 0; j < out.size(); ++j)
+        outw[j] = edge_weight(me, out[j], kout[j]);
+
+    const bool weighted = opt.weighted && mode != Mode::NbrGeneral;
+    const int *srcw = MPI_UNWEIGHTED, *dstw = MPI_UNWEIGHTED;
+    if (weighted) {
+        srcw = in.empty() ? MPI_WEIGHTS_EMPTY : inw.data();
+        dstw = out.empty() ? MPI_WEIGHTS_EMPTY : outw.data();
+    }
+
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rc = NBR_SUCCESS;
+    const char *what = "";
+    switch (mode) {
+    case Mode::NbrAdjacent:
+        what = "nbr_dist_graph_create_adjacent";
+        rc = nbr_dist_graph_create_adjacent(
+            MPI_COMM_WORLD, static_cast<int>(in.size()), ptr_or_null(in), srcw,
+            static_cast<int>(out.size()), ptr_or_null(out), dstw, opt.info, 0, &comm);
+        break;
+    case Mode::MpiLazy: {
+        what = "MPI_Dist_graph_create_adjacent";
+        int mrc = MPI_Dist_graph_create_adjacent(
+            MPI_COMM_WORLD, static_cast<int>(in.size()), ptr_or_null(in), srcw,
+            static_cast<int>(out.size()), ptr_or_null(out), dstw, MPI_INFO_NULL, 0, &comm);
+        rc = mrc == MPI_SUCCESS ? NBR_SUCCESS : NBR_ERR_MPI;
+        if (rc == NBR_SUCCESS && opt.attach) {
+            what = "nbr_comm_attach";
+            rc = nbr_comm_attach(comm, opt.info);
+        }
+        break;
+    }
+    case Mode::NbrGeneral: {
+        what = "nbr_dist_graph_create";
+        // Every edge is named by a rank picked by a hash: often neither of
+        // its endpoints. Runs of one source are split at random points, so
+        // a source may appear several times in sources[].
+        std::vector<int> sources, degrees, dests;
+        long e = 0;
+        int last_src = -1;
+        for (int s = 0; s < P; ++s) {
+            const int *o = nbr_graph_out(&g, s);
+            for (int j = 0; j < nbr_graph_outdegree(&g, s); ++j, ++e) {
+                if (static_cast<int>(mix(opt.seed, static_cast<uint64_t>(e), 0x0E) % P) != me)
+                    continue;
+                if (s != last_src || mix(opt.seed, static_cast<uint64_t>(e), 0x5B) % 4 == 0) {
+                    sources.push_back(s);
+                    degrees.push_back(0);
+                    last_src = s;
+                }
+                degrees.back()++;
+                dests.push_back(o[j]);
+            }
+        }
+        rc = nbr_dist_graph_create(MPI_COMM_WORLD, static_cast<int>(sources.size()),
+                                   ptr_or_null(sources), ptr_or_null(degrees),
+                                   ptr_or_null(dests), MPI_UNWEIGHTED, opt.info, 0,
+                                   &comm);
+        break;
+    }
+    }
+
+    const bool local_ok = rc == NBR_SUCCESS && comm != MPI_COMM_NULL;
+    EXPECT_TRUE(local_ok) << where << ": " << what << " returned " << status_text(rc)
+                          << (comm == MPI_COMM_NULL ? " and no communicator" : "");
+    if (!local_ok)
+        note(where + ": " + what + " returned " + status_text(rc));
+    if (!all_ranks(local_ok)) {
+        if (comm != MPI_COMM_NULL)
+            MPI_Comm_free(&comm);
+        return MPI_COMM_NULL;
+    }
+
+    // The communicator must carry exactly the intended graph.
+    int topo = MPI_UNDEFINED;
+    MPI_Topo_test(comm, &topo);
+    EXPECT_EQ(topo, MPI_DIST_GRAPH) << where << ": not a dist-graph communicator";
+    int crank = -1, csize = -1;
+    MPI_Comm_rank(comm, &crank);
+    MPI_Comm_size(comm, &csize);
+    EXPECT_EQ(crank, me) << where << ": ranks were reordered";
+    EXPECT_EQ(csize, P) << where;
+    if (!all_ranks(topo == MPI_DIST_GRAPH)) {
+        MPI_Comm_free(&comm);  // unusable: give up on it on every rank
+        return MPI_COMM_NULL;
+    }
+    Neighbors nb = query_neighbors(comm);
+    if (mode == Mode::NbrGeneral) {
+        EXPECT_TRUE(std::is_sorted(nb.in.begin(), nb.in.end()))
+            << where << ": in-list not ordered by peer rank: " << list_text(nb.in);
+        EXPECT_TRUE(std::is_sorted(nb.out.begin(), nb.out.end()))
+            << where << ": out-list not ordered by peer rank: " << list_text(nb.out);
+        std::vector<int> a = nb.in, b = in;
+        std::sort(a.begin(), a.end());
+        std::sort(b.begin(), b.end());
+        EXPECT_EQ(a, b) << where << ": in-neighbor multiset differs from the graph: got "
+                        << list_text(a) << " want " << list_text(b);
+        a = nb.out;
+        b = out;
+        std::sort(a.begin(), a.end());
+        std::sort(b.begin(), b.end());
+        EXPECT_EQ(a, b) << where << ": out-neighbor multiset differs from the graph: got "
+                        << list_text(a) << " want " << list_text(b);
+    } else {
+        EXPECT_EQ(nb.in, in) << where << ": in-neighbors " << list_text(nb.in)
+                             << " want " << list_text(in);
+        EXPECT_EQ(nb.out, out) << where << ": out-neighbors " << list_text(nb.out)
+                               << " want " << list_text(out);
+        EXPECT_EQ(nb.weighted, weighted) << where << ": weighted flag";
+        if (weighted && nb.weighted) {
+            EXPECT_EQ(nb.inw, inw) << where << ": in-weights";
+            EXPECT_EQ(nb.outw, outw) << where << ": out-weights";
+        }
+    }
+    return comm;
+}
+
+void free_comm(MPI_Comm *comm)
+{
+    if (*comm != MPI_COMM_NULL)
+        MPI_Comm_free(comm);
+}
+
+// ================================================================ graphs
+
+int make_graph(const GraphSpec &s, int P, nbr_graph_t *g)
+{
+    switch (s.kind) {
+    case kErdosRenyi: return nbr_graph_erdos_renyi(P, s.density, s.seed, g);
+    case kMoore: return nbr_graph_moore(P, s.a, s.b, g);
+    case kStar: return nbr_graph_star(P, s.a < 0 ? P - 1 : s.a, s.b, g);
+    case kMulti: return nbr_graph_random_multi(P, s.a, s.seed, g);
+    case kEmpty: return nbr_graph_empty(P, g);
+    case kSourcesOnly: {
+        // Even ranks only send, odd ranks only receive; some edges repeat.
+        std::vector<int> src, dst;
+        for (int r = 0; r < P; r += 2) {
+            if (r + 1 < P) {
+                src.push_back(r);
+                dst.push_back(r + 1);
+                if (r % 4 == 0) {
+                    src.push_back(r);
+                    dst.push_back(r + 1);
+                }
+            }
+            const int d = (r + 3) % P;
+            if (d % 2 == 1 && d != r + 1) {
+                src.push_back(r);
+                dst.push_back(d);
+            }
+        }
+        return nbr_graph_from_edges(P, static_cast<long>(src.size()), ptr_or_null(src),
+                                    ptr_or_null(dst), g);
+    }
+    }
+    return NBR_ERR_ARG;
+}
+
+std::vector<std::string> algorithm_names()
+{
+    std::vector<std::string> out;
+    const char *s = nbr_algorithm_names();
+    if (!s)
+        return out;
+    std::string cur;
+    for (const char *p = s;; ++p) {
+        if (*p == ',' || *p == '\0') {
+            size_t b = cur.find_first_not_of(" \t"), e = cur.find_last_not_of(" \t");
+            if (b != std::string::npos)
+                out.push_back(cur.substr(b, e - b + 1));
+            cur.clear();
+            if (*p == '\0')
+                break;
+        } else {
+            cur += *p;
+        }
+    }
+    return out;
+}
+
+// ================================================================ cases
+
+const char *op_name(Op op)
+{
+    switch (op) {
+    case Op::Allgather: return "allgather";
+    case Op::Allgatherv: return "allgatherv";
+    case Op::Alltoallv: return "alltoallv";
+    }
+    return "?";
+}
+
+const char *variant_name(Variant v)
+{
+    switch (v) {
+    case Variant::Blocking: return "blocking";
+    case Variant::Nonblocking: return "nonblocking";
+    case Variant::Persistent: return "persistent";
+    }
+    return "?";
+}
+
+std::string describe(const Case &c)
+{
+    std::ostringstream os;
+    os << op_name(c.op) << " " << types().pairs[c.pair].name << " ~" << c.bytes << "B "
+       << variant_name(c.variant);
+    if (c.variant == Variant::Persistent)
+        os << " x" << c.runs;
+    if (c.variant == Variant::Nonblocking && c.poll)
+        os << " (test-poll)";
+    os << " seed=" << c.seed;
+    return os.str();
+}
+
+namespace {
+
+constexpr size_t kGuard = 64;  // sentinel bytes before and after each recv buffer
+
+// Everything about one case that does not change between runs.
+struct Plan {
+    const TypeDesc *st, *rt;
+    Op op;
+    uint64_t seed;
+    long n;  // typical units per edge
+    bool null_bufs;
+    int me;
+    Neighbors nb;
+    std::vector<int> kin, kout;
+    // send side (elements of the send type)
+    int scount = 0;
+    std::vector<int> scounts, sdispls;
+    size_t sbytes = 0;
+    // receive side (elements of the receive type)
+    int rcount = 0;
+    std::vector<int> rcounts, rdispls;
+    size_t rbytes = 0;  // without guards
+    // per in-slot: what the source sends on that edge
+    std::vector<int> src_count;
+    std::vector<uint8_t> mask;  // 1 where the receive type writes (with guards)
+
+    long vary(uint64_t h, bool no_zero) const
+    {
+        if (n == 0)
+            return 0;
+        if (!no_zero && h % 8 == 0)
+            return 0;
+        const long lo = n - n / 4;
+        return lo + static_cast<long>(h % static_cast<uint64_t>(n / 2 + 1));
+    }
+    uint64_t key(int run, int src, int dst, int k) const
+    {
+        return mix(seed, static_cast<uint64_t>(run), static_cast<uint64_t>(src),
+                   static_cast<uint64_t>(static_cast<int64_t>(dst)), static_cast<uint64_t>(k));
+    }
+    // Key of the data src sends on its edge to this rank (k-th occurrence).
+    uint64_t edge_key(int run, int src, int k) const
+    {
+        return op == Op::Alltoallv ? key(run, src, me, k) : key(run, src, -1, 0);
+    }
+    size_t slot_offset(int i) const
+    {
+        return kGuard + static_cast<size_t>(rdispls[i]) * static_cast<size_t>(rt->extent);
+    }
+};
+
+// Places blocks of the given element counts in a buffer in a shuffled order
+// with small gaps; returns the total element count.
+int place_blocks(const std::vector<int> &counts, uint64_t seed, std::vector<int> &displs)
+{
+    const size_t m = counts.size();
+    std::vector<size_t> order(m);
+    for (size_t i = 0; i < m; ++i)
+        order[i] = i;
+    for (size_t i = m; i > 1; --i)
+        std::swap(order[i - 1], order[mix(seed, i, 0x5F) % i]);
+    displs.assign(m, 0);
+    long pos = 0;
+    for (size_t idx = 0; idx < m; ++idx) {
+        const size_t i = order[idx];
+        pos += static_cast<long>(mix(seed, i, 0x6A) % 3);
+        displs[i] = static_cast<int>(pos);
+        pos += counts[i];
+    }
+    return static_cast<int>(pos + 1);
+}
+
+Plan make_plan(MPI_Comm comm, const Case &c)
+{
+    const Types &T = types();
+    const TypePair &tp = T.pairs[c.pair];
+    Plan p;
+    p.st = tp.send;
+    p.rt = tp.recv;
+    p.op = c.op;
+    p.seed = c.seed;
+    MPI_Comm_rank(comm, &p.me);
+    p.nb = query_neighbors(comm);
+    p.kin = occurrences(p.nb.in);
+    p.kout = occurrences(p.nb.out);
+    const size_t ub = tp.unit_bytes();
+    p.n = c.bytes == 0 ? 0 : std::max<long>(1, static_cast<long>(c.bytes / ub));
+    p.null_bufs = p.n == 0;
+    const int indeg = p.nb.indeg(), outdeg = p.nb.outdeg();
+    const bool nz = c.no_zero_edges;
+
+    auto units_v = [&](int src) { return p.vary(mix(c.seed, static_cast<uint64_t>(src), 0xA6), nz); };
+    auto units_a = [&](int src, int dst, int k) {
+        return p.vary(mix(c.seed, static_cast<uint64_t>(src), static_cast<uint64_t>(dst),
+                          static_cast<uint64_t>(k), 0xA7),
+                      nz);
+    };
+
+    const uint64_t sseed = mix(c.seed, static_cast<uint64_t>(p.me), 0x51);
+    const uint64_t rseed = mix(c.seed, static_cast<uint64_t>(p.me), 0x52);
+    p.src_count.resize(indeg);
+    switch (c.op) {
+    case Op::Allgather:
+        p.scount = static_cast<int>(p.n) * tp.send_mult;
+        p.sbytes = static_cast<size_t>(p.scount) * p.st->extent;
+        p.rcount = static_cast<int>(p.n) * tp.recv_mult;
+        p.rcounts.assign(indeg, p.rcount);
+        p.rdispls.resize(indeg);
+        for (int i = 0; i < indeg; ++i) {
+            p.rdispls[i] = i * p.rcount;
+            p.src_count[i] = p.scount;
+        }
+        p.rbytes = static_cast<size_t>(indeg) * p.rcount * p.rt->extent;
+        break;
+    case Op::Allgatherv: {
+        p.scount = static_cast<int>(units_v(p.me)) * tp.send_mult;
+        p.sbytes = static_cast<size_t>(p.scount) * p.st->extent;
+        p.rcounts.resize(indeg);
+        for (int i = 0; i < indeg; ++i) {
+            const long u = units_v(p.nb.in[i]);
+            p.rcounts[i] = static_cast<int>(u) * tp.recv_mult;
+            p.src_count[i] = static_cast<int>(u) * tp.send_mult;
+        }
+        p.rbytes = static_cast<size_t>(place_blocks(p.rcounts, rseed, p.rdispls)) * p.rt->extent;
+        break;
+    }
+    case Op::Alltoallv: {
+        p.scounts.resize(outdeg);
+        for (int j = 0; j < outdeg; ++j)
+            p.scounts[j] = static_cast<int>(units_a(p.me, p.nb.out[j], p.kout[j])) * tp.send_mult;
+        p.sbytes = static_cast<size_t>(place_blocks(p.scounts, sseed, p.sdispls)) * p.st->extent;
+        p.rcounts.resize(indeg);
+        for (int i = 0; i < indeg; ++i) {
+            const long u = units_a(p.nb.in[i], p.me, p.kin[i]);
+            p.rcounts[i] = static_cast<int>(u) * tp.recv_mult;
+            p.src_count[i] = static_cast<int>(u) * tp.send_mult;
+        }
+        p.rbytes = static_cast<size_t>(place_blocks(p.rcounts, rseed, p.rdispls)) * p.rt->extent;
+        break;
+    }
+    }
+
+    // Which bytes of the receive buffer the receive type may write.
+    p.mask.assign(p.rbytes + 2 * kGuard, 0);
+    for (int i = 0; i < indeg; ++i) {
+        if (p.rcounts[i] == 0)
+            continue;
+        const int len = p.rcounts[i] * p.rt->size;
+        std::vector<uint8_t> ones(static_cast<size_t>(len), 1);
+        int pos = 0;
+        MPI_Unpack(ones.data(), len, &pos, p.mask.data() + p.slot_offset(i), p.rcounts[i],
+                   p.rt->type, MPI_COMM_SELF);
+    }
+    return p;
+}
+
+void fill_send(const Plan &p, int run, std::vector<uint8_t> &sbuf)
+{
+    if (sbuf.empty())
+        return;
+    if (p.op != Op::Alltoallv) {
+        fill_random(sbuf.data(), sbuf.size(), p.key(run, p.me, -1, 0));
+        return;
+    }
+    fill_random(sbuf.data(), sbuf.size(), p.key(run, p.me, -2, 0));  // gaps
+    for (int j = 0; j < p.nb.outdeg(); ++j)
+        fill_random(sbuf.data() + static_cast<size_t>(p.sdispls[j]) * p.st->extent,
+                    static_cast<size_t>(p.scounts[j]) * p.st->extent,
+                    p.key(run, p.me, p.nb.out[j], p.kout[j]));
+}
+
+// Slot of the receive buffer holding byte offset off (with guards), or -1.
+int slot_of(const Plan &p, size_t off)
+{
+    for (int i = 0; i < p.nb.indeg(); ++i) {
+        const size_t b = p.slot_offset(i);
+        const size_t e = b + static_cast<size_t>(p.rcounts[i]) * p.rt->extent;
+        if (off >= b && off < e)
+            return i;
+    }
+    return -1;
+}
+
+std::string where_text(const Plan &p, size_t off)
+{
+    std::ostringstream os;
+    os << "byte " << static_cast<long>(off) - static_cast<long>(kGuard) << " of recvbuf";
+    if (off < kGuard || off >= kGuard + p.rbytes)
+        os << " (guard zone outside the receive layout)";
+    const int i = slot_of(p, off);
+    if (i >= 0)
+        os << " (slot " << i << ", source " << p.nb.in[i] << ")";
+    return os.str();
+}
+
+// Checks one receive buffer on its own: gaps untouched, each slot holds
+// exactly what its source sent. Returns true when it passes.
+bool check_result(const Plan &p, const std::vector<uint8_t> &buf, int run,
+                  const std::string &who, const std::string &where)
+{
+    bool ok = true;
+    for (size_t b = 0; b < buf.size(); ++b) {
+        if (!p.mask[b] && buf[b] != sentinel_byte(b, run)) {
+            ADD_FAILURE() << where << " run " << run << ": " << who << " wrote "
+                          << where_text(p, b) << ", which the receive layout leaves untouched";
+            ok = false;
+            break;
+        }
+    }
+    for (int i = 0; i < p.nb.indeg(); ++i) {
+        if (p.rcounts[i] == 0)
+            continue;
+        const int src = p.nb.in[i];
+        std::vector<uint8_t> srcbuf(static_cast<size_t>(p.src_count[i]) * p.st->extent);
+        fill_random(srcbuf.data(), srcbuf.size(), p.edge_key(run, src, p.kin[i]));
+        std::vector<uint8_t> want = pack(srcbuf.data(), p.src_count[i], p.st->type);
+        std::vector<uint8_t> got = pack(buf.data() + p.slot_offset(i), p.rcounts[i], p.rt->type);
+        if (want != got) {
+            size_t d = 0;
+            while (d < want.size() && d < got.size() && want[d] == got[d])
+                ++d;
+            ADD_FAILURE() << where << " run " << run << ": " << who << " slot " << i
+                          << " (source " << src << ", occurrence " << p.kin[i]
+                          << ") differs from the data the source sent, first at packed byte "
+                          << d << " of " << want.size();
+            ok = false;
+            break;
+        }
+    }
+    return ok;
+}
+
+bool compare_bufs(const Plan &p, const std::vector<uint8_t> &ref, const std::vector<uint8_t> &got,
+                  int run, const std::string &where)
+{
+    if (ref == got)
+        return true;
+    size_t d = 0;
+    while (ref[d] == got[d])
+        ++d;
+    ADD_FAILURE() << where << " run " << run << ": nbrcoll result differs from MPI_Neighbor_* at "
+                  << where_text(p, d) << ": MPI 0x" << std::hex << int(ref[d]) << ", nbrcoll 0x"
+                  << int(got[d]) << std::dec;
+    return false;
+}
+
+}  // namespace
+
+struct CaseRunner::Impl {
+    MPI_Comm comm;
+    Case c;
+    Plan p;
+    std::string where;
+    std::vector<uint8_t> sbuf, ref, tst;
+    const void *sp = nullptr;
+    uint8_t *rref = nullptr, *rtst = nullptr;
+};
+
+CaseRunner::CaseRunner(MPI_Comm comm, const Case &c, const std::string &ctx) : impl_(new Impl)
+{
+    Impl &m = *impl_;
+    m.comm = comm;
+    m.c = c;
+    m.p = make_plan(comm, c);
+    m.where = ctx + " " + describe(c) + " rank " + std::to_string(m.p.me);
+    if (tracing() && m.p.me == 0)
+        note("case " + ctx + " " + describe(c));
+    m.sbuf.resize(m.p.sbytes);
+    m.ref.resize(m.p.rbytes + 2 * kGuard);
+    m.tst.resize(m.p.rbytes + 2 * kGuard);
+    m.sp = m.p.null_bufs ? nullptr : ptr_or_null(m.sbuf);
+    m.rref = m.p.null_bufs ? nullptr : m.ref.data() + kGuard;
+    m.rtst = m.p.null_bufs ? nullptr : m.tst.data() + kGuard;
+}
+
+CaseRunner::~CaseRunner() { delete impl_; }
+
+const std::string &CaseRunner::where() const { return impl_->where; }
+
+void CaseRunner::prepare(int run)
+{
+    fill_send(impl_->p, run, impl_->sbuf);
+    fill_sentinel(impl_->ref, run);
+    fill_sentinel(impl_->tst, run);
+}
+
+void CaseRunner::reference()
+{
+    Impl &m = *impl_;
+    Plan &p = m.p;
+    // Open MPI rejects some NULL arguments that MPI allows with zero
+    // counts or degree (e.g. allgatherv's recvcounts on a rank without
+    // in-neighbors); nbrcoll gets the NULLs, the reference dummies.
+    static uint8_t dummy[16];
+    static int zeros[4];
+    const void *sp = m.sp ? m.sp : dummy;
+    uint8_t *rref = m.rref ? m.rref : dummy;
+    const int *rcounts = p.rcounts.empty() ? zeros : p.rcounts.data();
+    const int *rdispls = p.rdispls.empty() ? zeros : p.rdispls.data();
+    const int *scounts = p.scounts.empty() ? zeros : p.scounts.data();
+    const int *sdispls = p.sdispls.empty() ? zeros : p.sdispls.data();
+    int mrc = MPI_SUCCESS;
+    switch (m.c.op) {
+    case Op::Allgather:
+        mrc = MPI_Neighbor_allgather(sp, p.scount, p.st->type, rref, p.rcount, p.rt->type,
+                                     m.comm);
+        break;
+    case Op::Allgatherv:
+        mrc = MPI_Neighbor_allgatherv(sp, p.scount, p.st->type, rref, rcounts,
+                                      rdispls, p.rt->type, m.comm);
+        break;
+    case Op::Alltoallv:
+        mrc = MPI_Neighbor_alltoallv(sp, scounts, sdispls,
+                                     p.st->type, rref, rcounts,
+                                     rdispls, p.rt->type, m.comm);
+        break;
+    }
+    EXPECT_EQ(mrc, MPI_SUCCESS) << m.where << ": MPI reference call failed";
+}
+
+int CaseRunner::call_blocking()
+{
+    Impl &m = *impl_;
+    Plan &p = m.p;
+    switch (m.c.op) {
+    case Op::Allgather:
+        return nbr_neighbor_allgather(m.sp, p.scount, p.st->type, m.rtst, p.rcount, p.rt->type,
+                                      m.comm);
+    case Op::Allgatherv:
+        return nbr_neighbor_allgatherv(m.sp, p.scount, p.st->type, m.rtst, ptr_or_null(p.rcounts),
+                                       ptr_or_null(p.rdispls), p.rt->type, m.comm);
+    case Op::Alltoallv:
+        return nbr_neighbor_alltoallv(m.sp, ptr_or_null(p.scounts), ptr_or_null(p.sdispls),
+                                      p.st->type, m.rtst, ptr_or_null(p.rcounts),
+                                      ptr_or_null(p.rdispls), p.rt->type, m.comm);
+    }
+    return NBR_ERR_INTERNAL;
+}
+
+int CaseRunner::call_nonblocking(nbr_request_t *req)
+{
+    Impl &m = *impl_;
+    Plan &p = m.p;
+    std::vector<int> scounts = p.scounts, sdispls = p.sdispls, rcounts = p.rcounts,
+                     rdispls = p.rdispls;
+    int rc = NBR_ERR_INTERNAL;
+    switch (m.c.op) {
+    case Op::Allgather:
+        rc = nbr_neighbor_iallgather(m.sp, p.scount, p.st->type, m.rtst, p.rcount, p.rt->type,
+                                     m.comm, req);
+        break;
+    case Op::Allgatherv:
+        rc = nbr_neighbor_iallgatherv(m.sp, p.scount, p.st->type, m.rtst, ptr_or_null(rcounts),
+                                      ptr_or_null(rdispls), p.rt->type, m.comm, req);
+        break;
+    case Op::Alltoallv:
+        rc = nbr_neighbor_ialltoallv(m.sp, ptr_or_null(scounts), ptr_or_null(sdispls),
+                                     p.st->type, m.rtst, ptr_or_null(rcounts),
+                                     ptr_or_null(rdispls), p.rt->type, m.comm, req);
+        break;
+    }
+    for (auto *v : {&scounts, &sdispls, &rcounts, &rdispls})
+        std::fill(v->begin(), v->end(), -1000000);
+    return rc;
+}
+
+int CaseRunner::call_init(MPI_Info info, nbr_request_t *req)
+{
+    Impl &m = *impl_;
+    Plan &p = m.p;
+    switch (m.c.op) {
+    case Op::Allgather:
+        return nbr_neighbor_allgather_init(m.sp, p.scount, p.st->type, m.rtst, p.rcount,
+                                           p.rt->type, m.comm, info, req);
+    case Op::Allgatherv:
+        return nbr_neighbor_allgatherv_init(m.sp, p.scount, p.st->type, m.rtst,
+                                            ptr_or_null(p.rcounts), ptr_or_null(p.rdispls),
+                                            p.rt->type, m.comm, info, req);
+    case Op::Alltoallv:
+        return nbr_neighbor_alltoallv_init(m.sp, ptr_or_null(p.scounts), ptr_or_null(p.sdispls),
+                                           p.st->type, m.rtst, ptr_or_null(p.rcounts),
+                                           ptr_or_null(p.rdispls), p.rt->type, m.comm, info,
+                                           req);
+    }
+    return NBR_ERR_INTERNAL;
+}
+
+bool CaseRunner::check(int run)
+{
+    Impl &m = *impl_;
+    if (m.p.null_bufs)
+        return true;
+    check_result(m.p, m.ref, run, "MPI_Neighbor_* (reference)", m.where);
+    if (!check_result(m.p, m.tst, run, "nbrcoll", m.where))
+        return false;
+    return compare_bufs(m.p, m.ref, m.tst, run, m.where);
+}
+
+std::vector<size_t> CaseRunner::out_bytes() const
+{
+    const Plan &p = impl_->p;
+    std::vector<size_t> out(p.nb.outdeg());
+    for (int j = 0; j < p.nb.outdeg(); ++j) {
+        const int cnt = impl_->c.op == Op::Alltoallv ? p.scounts[j] : p.scount;
+        out[j] = static_cast<size_t>(cnt) * p.st->size;
+    }
+    return out;
+}
+
+namespace {
+
+int poll_until_done(nbr_request_t *req)
+{
+    int flag = 0, rc = NBR_SUCCESS;
+    for (;;) {
+        rc = nbr_test(req, &flag);
+        if (rc != NBR_SUCCESS || flag)
+            return rc;
+        sched_yield();
+    }
+}
+
+}  // namespace
+
+CaseResult run_case(MPI_Comm comm, const Case &c, const std::string &ctx)
+{
+    CaseResult res;
+    CaseRunner R(comm, c, ctx);
+    const std::string &where = R.where();
+    res.out_bytes = R.out_bytes();
+
+    auto expect_ok = [&](int rc, const char *call) {
+        if (rc == NBR_SUCCESS)
+            return true;
+        ADD_FAILURE() << where << ": " << call << " returned " << status_text(rc);
+        note(where + ": " + call + " returned " + status_text(rc));
+        res.nbr_ok = false;
+        return false;
+    };
+
+    nbr_counters_t c0{}, c1{};
+    const bool have_c0 = c.check_calls && nbr_get_counters(comm, &c0) == NBR_SUCCESS;
+    res.nbr_ok = true;
+
+    switch (c.variant) {
+    case Variant::Blocking:
+        R.prepare(0);
+        R.reference();
+        if (expect_ok(R.call_blocking(), "blocking call")) {
+            res.nbr_ops = 1;
+            R.check(0);
+        }
+        break;
+    case Variant::Nonblocking: {
+        R.prepare(0);
+        nbr_request_t req = NBR_REQUEST_NULL;
+        const bool posted = expect_ok(R.call_nonblocking(&req), "nonblocking call");
+        if (posted) {
+            EXPECT_NE(req, NBR_REQUEST_NULL) << where << ": no request returned";
+        }
+        R.reference();  // runs while the nbrcoll operation is in flight
+        if (posted && req != NBR_REQUEST_NULL) {
+            const int rc = c.poll ? poll_until_done(&req) : nbr_wait(&req);
+            if (expect_ok(rc, c.poll ? "nbr_test" : "nbr_wait")) {
+                EXPECT_EQ(req, NBR_REQUEST_NULL)
+                    << where << ": request not reset to NBR_REQUEST_NULL on completion";
+                res.nbr_ops = 1;
+                R.check(0);
+            }
+        }
+        break;
+    }
+    case Variant::Persistent: {
+        nbr_request_t req = NBR_REQUEST_NULL;
+        if (!expect_ok(R.call_init(c.init_info, &req), "persistent _init"))
+            break;
+        EXPECT_NE(req, NBR_REQUEST_NULL) << where << ": _init returned no request";
+        if (req == NBR_REQUEST_NULL)
+            break;
+        for (int run = 0; run < c.runs; ++run) {
+            R.prepare(run);  // new send data in the same buffer for every start
+            if (!expect_ok(nbr_start(&req), "nbr_start"))
+                break;
+            const bool by_test = run == c.runs - 1;  // the last run is polled
+            int rc;
+            if (by_test) {
+                rc = poll_until_done(&req);
+                R.reference();
+            } else {
+                R.reference();
+                rc = nbr_wait(&req);
+            }
+            if (!expect_ok(rc, by_test ? "nbr_test" : "nbr_wait"))
+                break;
+            EXPECT_NE(req, NBR_REQUEST_NULL)
+                << where << ": persistent request reset to NULL on completion";
+            if (req == NBR_REQUEST_NULL)
+                break;
+            res.nbr_ops++;
+            R.check(run);
+        }
+        if (req != NBR_REQUEST_NULL) {
+            expect_ok(nbr_request_free(&req), "nbr_request_free");
+            EXPECT_EQ(req, NBR_REQUEST_NULL) << where << ": nbr_request_free left the handle";
+        }
+        break;
+    }
+    }
+
+    if (have_c0) {
+        if (nbr_get_counters(comm, &c1) == NBR_SUCCESS) {
+            EXPECT_EQ(c1.calls - c0.calls, static_cast<uint64_t>(res.nbr_ops))
+                << where << ": nbr_counters.calls did not count the completed operations";
+        } else {
+            ADD_FAILURE() << where << ": nbr_get_counters failed after the case";
+        }
+    }
+    return res;
+}
+
+}  // namespace nbrtest

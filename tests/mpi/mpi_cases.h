@@ -1,0 +1,192 @@
+// Shared machinery of the MPI integration tests: datatypes, building
+// dist-graph communicators from whole graphs, and running one neighborhood
+// collective through nbrcoll and through Open MPI's MPI_Neighbor_* on the
+// same communicator, comparing the results bit for bit.
+#ifndef NBRCOLL_TESTS_MPI_CASES_H
+#define NBRCOLL_TESTS_MPI_CASES_H
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph_gen.h"
+#include "nbrcoll.h"
+
+namespace nbrtest {
+
+// ------------------------------------------------------------ datatypes
+
+struct TypeDesc {
+    const char *name;
+    MPI_Datatype type;
+    MPI_Aint extent;  // lb is 0 for every type here
+    int size;         // bytes of data per element
+};
+
+// sendcount = units * send_mult, recvcount = units * recv_mult: both sides
+// move the same type signature.
+struct TypePair {
+    std::string name;
+    const TypeDesc *send;
+    int send_mult;
+    const TypeDesc *recv;
+    int recv_mult;
+    size_t unit_bytes() const { return static_cast<size_t>(send->size) * send_mult; }
+};
+
+struct Types {
+    TypeDesc byte_, int_, double_;
+    TypeDesc vec;       // 4 ints, stride 2 ints: gaps inside and between
+    TypeDesc struct_a;  // {int@0, double@8, char@20}, resized to extent 32
+    TypeDesc struct_b;  // same signature, {int@9, double@1, char@0}, extent 16
+    std::vector<TypePair> pairs;  // every pair the collective suites cycle through
+    int find(const std::string &pair_name) const;
+};
+
+// Created on first use (after MPI_Init), freed before MPI_Finalize.
+const Types &types();
+
+// ------------------------------------------------------------ neighbors
+
+struct Neighbors {
+    std::vector<int> in, out;        // MPI_Dist_graph_neighbors order
+    std::vector<int> inw, outw;      // weights when weighted
+    bool weighted = false;
+    int indeg() const { return static_cast<int>(in.size()); }
+    int outdeg() const { return static_cast<int>(out.size()); }
+};
+
+// Local; the communicator must have a dist-graph topology.
+Neighbors query_neighbors(MPI_Comm comm);
+
+// ------------------------------------------------------------ communicators
+
+enum class Mode {
+    NbrAdjacent,  // nbr_dist_graph_create_adjacent
+    MpiLazy,      // MPI_Dist_graph_create_adjacent, nbrcoll sets up lazily
+    NbrGeneral,   // nbr_dist_graph_create, edges named by arbitrary ranks
+};
+const char *mode_name(Mode m);
+extern const Mode kAllModes[3];
+
+struct CommOptions {
+    MPI_Info info = MPI_INFO_NULL;  // for the nbr_ constructors
+    bool weighted = false;          // adjacent modes: pass edge weights
+    uint64_t seed = 1;              // NbrGeneral: who names which edge
+    bool attach = false;            // MpiLazy: call nbr_comm_attach(info)
+};
+
+// Collective. Creates the communicator of graph g on MPI_COMM_WORLD in the
+// given way and checks its neighbor lists against g (exact lists for the
+// adjacent forms; per-rank multisets, sorted by peer, for the general form).
+// Returns MPI_COMM_NULL on every rank if creation failed on any rank.
+MPI_Comm make_comm(const nbr_graph_t &g, Mode mode, const CommOptions &opt,
+                   const std::string &ctx);
+
+// Frees a communicator made by make_comm (no-op for MPI_COMM_NULL).
+void free_comm(MPI_Comm *comm);
+
+// Weight a test gives to edge (src -> dst, k-th occurrence).
+int edge_weight(int src, int dst, int k);
+
+// ------------------------------------------------------------ cases
+
+enum class Op { Allgather, Allgatherv, Alltoallv };
+enum class Variant { Blocking, Nonblocking, Persistent };
+const char *op_name(Op op);
+const char *variant_name(Variant v);
+
+struct Case {
+    Op op = Op::Allgather;
+    int pair = 0;             // index into types().pairs
+    size_t bytes = 0;         // typical payload per edge; 0 means empty
+    Variant variant = Variant::Blocking;
+    int runs = 3;             // persistent: starts of one request
+    uint64_t seed = 1;
+    bool no_zero_edges = false;  // never draw a zero count for an edge
+    bool poll = false;        // nonblocking: complete with nbr_test polling
+    bool check_calls = true;  // check nbr_counters.calls advances
+    MPI_Info init_info = MPI_INFO_NULL;  // persistent: info of the _init call
+};
+
+std::string describe(const Case &c);
+
+// One case, step by step (for tests that interleave several operations).
+// Owns the buffers; argument arrays stay valid while the runner lives.
+class CaseRunner {
+  public:
+    CaseRunner(MPI_Comm comm, const Case &c, const std::string &ctx);
+    ~CaseRunner();
+    CaseRunner(const CaseRunner &) = delete;
+    CaseRunner &operator=(const CaseRunner &) = delete;
+
+    const std::string &where() const;
+    // Send data of this run; sentinel bytes in both receive buffers.
+    void prepare(int run);
+    // MPI_Neighbor_* into the reference buffer (collective).
+    void reference();
+    int call_blocking();
+    // Posts with copies of the count arrays and overwrites the copies at
+    // once (the library must have copied them).
+    int call_nonblocking(nbr_request_t *req);
+    int call_init(MPI_Info info, nbr_request_t *req);
+    // Checks both results of this run on their own (gaps untouched, every
+    // slot equals what its source sent) and against each other.
+    bool check(int run);
+    // Payload of each out-edge per operation.
+    std::vector<size_t> out_bytes() const;
+
+  private:
+    struct Impl;
+    Impl *impl_;
+};
+
+// Prints status and its nbr_error_string.
+std::string status_text(int rc);
+
+struct CaseResult {
+    bool nbr_ok = false;             // every nbrcoll call returned success
+    int nbr_ops = 0;                 // operations completed through nbrcoll
+    std::vector<size_t> out_bytes;   // payload of each out-edge per operation
+};
+
+// Collective over comm. Runs the case through nbrcoll and through MPI,
+// records mismatches with gtest (never returns early).
+CaseResult run_case(MPI_Comm comm, const Case &c, const std::string &ctx);
+
+// ------------------------------------------------------------ graphs
+
+struct GraphSpec {
+    std::string name;
+    int kind;          // see make_graph
+    double density;
+    int a, b;          // dims/radius, center/outward, max_out
+    uint64_t seed;
+    bool sparse;       // few edges per rank: fit for multi-MiB messages
+};
+
+enum GraphKind {
+    kErdosRenyi,
+    kMoore,
+    kStar,
+    kMulti,
+    kEmpty,
+    kSourcesOnly,  // even ranks: in-degree 0, out-degree > 0
+};
+
+// Returns 0 or an nbr_status_t.
+int make_graph(const GraphSpec &spec, int nranks, nbr_graph_t *g);
+
+// Names of the algorithms from nbr_algorithm_names().
+std::vector<std::string> algorithm_names();
+
+// Local hash of several values (for deterministic pseudo-random choices).
+uint64_t mix(uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0,
+             uint64_t e = 0);
+
+}  // namespace nbrtest
+
+#endif

@@ -1,0 +1,835 @@
+// MPI integration suite for invalid input: every error status the API
+// documents, raised on every rank that should raise it, without hangs, and
+// with the communicator still usable (a correct call right after must
+// succeed and match MPI_Neighbor_*). Meant for 4 ranks; works with any.
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mpi_cases.h"
+#include "mpi_harness.h"
+
+using namespace nbrtest;
+
+namespace {
+
+// r -> r+1, r -> r+2 (mod P), plus a self-loop on rank 0: every rank has
+// in- and out-neighbors, there are self-loops, and with few ranks repeats.
+bool build_ring_graph(nbr_graph_t *g)
+{
+    const int P = world_size();
+    std::vector<int> src, dst;
+    for (int r = 0; r < P; ++r) {
+        src.push_back(r);
+        dst.push_back((r + 1) % P);
+        src.push_back(r);
+        dst.push_back((r + 2) % P);
+    }
+    src.push_back(0);
+    dst.push_back(0);
+    std::memset(g, 0, sizeof *g);
+    const int rc = nbr_graph_from_edges(P, static_cast<long>(src.size()), src.data(), dst.data(), g);
+    EXPECT_EQ(rc, NBR_SUCCESS) << "nbr_graph_from_edges";
+    return rc == NBR_SUCCESS;
+}
+
+std::string expect_text(int rc, int want)
+{
+    return "got " + status_text(rc) + ", want " + status_text(want);
+}
+
+// A correct call right after an error must succeed and match MPI.
+void expect_usable(MPI_Comm comm, const std::string &after)
+{
+    Case a;
+    a.op = Op::Alltoallv;
+    a.pair = types().find("structA->structB");
+    a.bytes = 200;
+    a.variant = Variant::Blocking;
+    a.seed = 991;
+    a.check_calls = false;
+    run_case(comm, a, "usable after " + after + ":");
+    Case b;
+    b.op = Op::Allgather;
+    b.pair = types().find("int");
+    b.bytes = 64;
+    b.variant = Variant::Nonblocking;
+    b.seed = 992;
+    b.check_calls = false;
+    run_case(comm, b, "usable after " + after + ":");
+}
+
+// Arguments of one call; good() fills valid ones for comm's neighbors.
+struct Args {
+    std::vector<int> sbuf, rbuf;
+    const void *sp;
+    void *rp;
+    int scount, rcount;
+    std::vector<int> scounts, sdispls, rcounts, rdispls;
+    const int *scp, *sdp, *rcp, *rdp;
+    MPI_Datatype stype, rtype;
+    MPI_Comm comm;
+
+    void good(MPI_Comm c, Op op)
+    {
+        comm = c;
+        Neighbors nb = query_neighbors(c);
+        const int in = nb.indeg(), out = nb.outdeg();
+        const int k = op == Op::Alltoallv ? 3 : 4;
+        scount = rcount = k;
+        sbuf.assign(static_cast<size_t>(k) * (out + 1), world_rank());
+        rbuf.assign(static_cast<size_t>(k) * (in + 1), -1);
+        scounts.assign(out, k);
+        sdispls.resize(out);
+        for (int j = 0; j < out; ++j)
+            sdispls[j] = j * k;
+        rcounts.assign(in, k);
+        rdispls.resize(in);
+        for (int i = 0; i < in; ++i)
+            rdispls[i] = i * k;
+        stype = rtype = MPI_INT;
+        sp = sbuf.data();
+        rp = rbuf.data();
+        refresh();
+    }
+    // For a communicator without neighbor lists: arrays of 8 entries.
+    void generic(MPI_Comm c)
+    {
+        comm = c;
+        scount = rcount = 2;
+        sbuf.assign(16, 1);
+        rbuf.assign(16, 0);
+        scounts.assign(8, 2);
+        rcounts.assign(8, 2);
+        sdispls.assign(8, 0);
+        rdispls.assign(8, 0);
+        stype = rtype = MPI_INT;
+        sp = sbuf.data();
+        rp = rbuf.data();
+        refresh();
+    }
+    void refresh()
+    {
+        scp = scounts.empty() ? nullptr : scounts.data();
+        sdp = sdispls.empty() ? nullptr : sdispls.data();
+        rcp = rcounts.empty() ? nullptr : rcounts.data();
+        rdp = rdispls.empty() ? nullptr : rdispls.data();
+    }
+};
+
+// Calls op in the given variant; completes or frees whatever request a
+// successful call produced. *req_after_error reports a request handed out
+// together with an error status.
+int call(Op op, Variant v, const Args &a, bool *req_after_error = nullptr)
+{
+    nbr_request_t req = NBR_REQUEST_NULL;
+    int rc = NBR_ERR_INTERNAL;
+    switch (v) {
+    case Variant::Blocking:
+        switch (op) {
+        case Op::Allgather:
+            return nbr_neighbor_allgather(a.sp, a.scount, a.stype, a.rp, a.rcount, a.rtype, a.comm);
+        case Op::Allgatherv:
+            return nbr_neighbor_allgatherv(a.sp, a.scount, a.stype, a.rp, a.rcp, a.rdp, a.rtype,
+                                           a.comm);
+        case Op::Alltoallv:
+            return nbr_neighbor_alltoallv(a.sp, a.scp, a.sdp, a.stype, a.rp, a.rcp, a.rdp,
+                                          a.rtype, a.comm);
+        }
+        break;
+    case Variant::Nonblocking:
+        switch (op) {
+        case Op::Allgather:
+            rc = nbr_neighbor_iallgather(a.sp, a.scount, a.stype, a.rp, a.rcount, a.rtype, a.comm,
+                                         &req);
+            break;
+        case Op::Allgatherv:
+            rc = nbr_neighbor_iallgatherv(a.sp, a.scount, a.stype, a.rp, a.rcp, a.rdp, a.rtype,
+                                          a.comm, &req);
+            break;
+        case Op::Alltoallv:
+            rc = nbr_neighbor_ialltoallv(a.sp, a.scp, a.sdp, a.stype, a.rp, a.rcp, a.rdp, a.rtype,
+                                         a.comm, &req);
+            break;
+        }
+        if (rc == NBR_SUCCESS && req != NBR_REQUEST_NULL)
+            rc = nbr_wait(&req);
+        else if (rc != NBR_SUCCESS && req != NBR_REQUEST_NULL && req_after_error)
+            *req_after_error = true;  // leaked: waiting on it could hang
+        return rc;
+    case Variant::Persistent:
+        switch (op) {
+        case Op::Allgather:
+            rc = nbr_neighbor_allgather_init(a.sp, a.scount, a.stype, a.rp, a.rcount, a.rtype,
+                                             a.comm, MPI_INFO_NULL, &req);
+            break;
+        case Op::Allgatherv:
+            rc = nbr_neighbor_allgatherv_init(a.sp, a.scount, a.stype, a.rp, a.rcp, a.rdp,
+                                              a.rtype, a.comm, MPI_INFO_NULL, &req);
+            break;
+        case Op::Alltoallv:
+            rc = nbr_neighbor_alltoallv_init(a.sp, a.scp, a.sdp, a.stype, a.rp, a.rcp, a.rdp,
+                                             a.rtype, a.comm, MPI_INFO_NULL, &req);
+            break;
+        }
+        if (rc != NBR_SUCCESS && req != NBR_REQUEST_NULL && req_after_error)
+            *req_after_error = true;
+        if (req != NBR_REQUEST_NULL)
+            nbr_request_free(&req);  // inactive: never started
+        return rc;
+    }
+    return rc;
+}
+
+const Op kOps[3] = {Op::Allgather, Op::Allgatherv, Op::Alltoallv};
+const Variant kVariants[3] = {Variant::Blocking, Variant::Nonblocking, Variant::Persistent};
+
+// One invalid call per op and variant: mutate() spoils the good arguments.
+// Every rank passes the same kind of bad argument, so each must report it
+// locally (or, for _init, collectively) without communicating.
+void expect_error_everywhere(MPI_Comm comm, int want, const std::string &what,
+                             const std::vector<Op> &ops,
+                             const std::function<void(Op, Args &)> &mutate,
+                             bool check_usable = true)
+{
+    for (Op op : ops) {
+        for (Variant v : kVariants) {
+            Args a;
+            a.good(comm, op);
+            mutate(op, a);
+            a.refresh();
+            bool leaked = false;
+            const int rc = call(op, v, a, &leaked);
+            const std::string w = what + " (" + op_name(op) + ", " + variant_name(v) + ") rank " +
+                                  std::to_string(world_rank());
+            EXPECT_EQ(rc, want) << w << ": " << expect_text(rc, want);
+            EXPECT_FALSE(leaked) << w << ": a request was returned together with an error";
+            if (check_usable)
+                expect_usable(comm, w);
+        }
+    }
+}
+
+MPI_Comm ring_comm(Mode mode)
+{
+    nbr_graph_t g;
+    MPI_Comm comm = MPI_COMM_NULL;
+    if (all_ranks(build_ring_graph(&g))) {
+        CommOptions opt;
+        comm = make_comm(g, mode, opt, "ring");
+        nbr_graph_free(&g);
+    }
+    return comm;
+}
+
+class Errors : public MpiTest {};
+
+}  // namespace
+
+TEST_F(Errors, StatusStrings)
+{
+    const char *ok = nbr_error_string(NBR_SUCCESS);
+    ASSERT_NE(ok, nullptr);  // local test: no collective follows
+    for (int s = NBR_ERR_ARG; s >= NBR_ERR_IO; --s) {
+        const char *t = nbr_error_string(s);
+        EXPECT_NE(t, nullptr) << "status " << s;
+        if (!t)
+            continue;
+        EXPECT_GT(std::strlen(t), 0u) << "status " << s;
+        EXPECT_STRNE(t, ok) << "status " << s << " reads like success";
+        EXPECT_STRCASENE(t, "success") << "status " << s;
+        for (int u = NBR_ERR_ARG; u > s; --u) {
+            const char *o = nbr_error_string(u);
+            if (o) {
+                EXPECT_STRNE(t, o) << "statuses " << s << " and " << u << " read the same";
+            }
+        }
+    }
+    EXPECT_NE(nbr_error_string(-999), nullptr);
+    EXPECT_NE(nbr_error_string(12345), nullptr);
+}
+
+TEST_F(Errors, NullBuffersWithNonzeroCounts)
+{
+    for (Mode mode : {Mode::NbrAdjacent, Mode::MpiLazy}) {
+        MPI_Comm comm = ring_comm(mode);
+        if (comm == MPI_COMM_NULL)
+            continue;
+        const std::string m = mode_name(mode);
+        const std::vector<Op> all(kOps, kOps + 3);
+        expect_error_everywhere(comm, NBR_ERR_BUFFER, "NULL sendbuf [" + m + "]", all,
+                                [](Op, Args &a) { a.sp = nullptr; });
+        expect_error_everywhere(comm, NBR_ERR_BUFFER, "NULL recvbuf [" + m + "]", all,
+                                [](Op, Args &a) { a.rp = nullptr; });
+
+        free_comm(&comm);
+    }
+}
+
+TEST_F(Errors, NegativeCountsAndDisplacements)
+{
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm == MPI_COMM_NULL)
+        return;
+    const std::vector<Op> ag = {Op::Allgather}, agv = {Op::Allgatherv}, a2a = {Op::Alltoallv};
+    expect_error_everywhere(comm, NBR_ERR_COUNT, "sendcount -1", {Op::Allgather, Op::Allgatherv},
+                            [](Op, Args &a) { a.scount = -1; });
+    expect_error_everywhere(comm, NBR_ERR_COUNT, "recvcount -1", ag,
+                            [](Op, Args &a) { a.rcount = -1; });
+    expect_error_everywhere(comm, NBR_ERR_COUNT, "recvcounts[last] -1", agv,
+                            [](Op, Args &a) { a.rcounts.back() = -1; });
+    expect_error_everywhere(comm, NBR_ERR_COUNT, "displs[0] -4", agv,
+                            [](Op, Args &a) { a.rdispls[0] = -4; });
+    expect_error_everywhere(comm, NBR_ERR_COUNT, "sendcounts[0] -2", a2a,
+                            [](Op, Args &a) { a.scounts[0] = -2; });
+    expect_error_everywhere(comm, NBR_ERR_COUNT, "sdispls[last] -3", a2a,
+                            [](Op, Args &a) { a.sdispls.back() = -3; });
+    expect_error_everywhere(comm, NBR_ERR_COUNT, "recvcounts[0] -1", a2a,
+                            [](Op, Args &a) { a.rcounts[0] = -1; });
+    expect_error_everywhere(comm, NBR_ERR_COUNT, "rdispls[0] -1", a2a,
+                            [](Op, Args &a) { a.rdispls[0] = -1; });
+    free_comm(&comm);
+}
+
+TEST_F(Errors, CreationRejectsBadDegreesAndRanksOnEveryRank)
+{
+    const int me = world_rank(), P = world_size();
+    nbr_graph_t g;
+    if (!all_ranks(build_ring_graph(&g)))
+        return;
+    std::vector<int> in(nbr_graph_in(&g, me), nbr_graph_in(&g, me) + nbr_graph_indegree(&g, me));
+    std::vector<int> out(nbr_graph_out(&g, me),
+                         nbr_graph_out(&g, me) + nbr_graph_outdegree(&g, me));
+
+    struct Adj {
+        std::string what;
+        int want;
+        int bad_rank;  // -1: every rank
+        std::function<void(int &, std::vector<int> &, int &, std::vector<int> &)> spoil;
+    };
+    const std::vector<Adj> adj = {
+        {"indegree -1", NBR_ERR_COUNT, -1,
+         [](int &indeg, std::vector<int> &, int &, std::vector<int> &) { indeg = -1; }},
+        {"outdegree -1", NBR_ERR_COUNT, P - 1,
+         [](int &, std::vector<int> &, int &outdeg, std::vector<int> &) { outdeg = -1; }},
+        {"source == P", NBR_ERR_RANK, 0,
+         [P](int &, std::vector<int> &s, int &, std::vector<int> &) { s[0] = P; }},
+        {"destination == P+5", NBR_ERR_RANK, P > 1 ? 1 : 0,
+         [P](int &, std::vector<int> &, int &, std::vector<int> &d) { d.back() = P + 5; }},
+        {"destination == -7", NBR_ERR_RANK, P - 1,
+         [](int &, std::vector<int> &, int &, std::vector<int> &d) { d[0] = -7; }},
+        {"source == -9", NBR_ERR_RANK, -1,
+         [](int &, std::vector<int> &s, int &, std::vector<int> &) { s.back() = -9; }},
+    };
+    for (const Adj &t : adj) {
+        int indeg = static_cast<int>(in.size()), outdeg = static_cast<int>(out.size());
+        std::vector<int> s = in, d = out;
+        if (t.bad_rank < 0 || t.bad_rank == me)
+            t.spoil(indeg, s, outdeg, d);
+        MPI_Comm comm = MPI_COMM_NULL;
+        const int rc = nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, indeg, s.data(),
+                                                      MPI_UNWEIGHTED, outdeg, d.data(),
+                                                      MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm);
+        const std::string w = "create_adjacent, " + t.what +
+                              (t.bad_rank < 0 ? " on every rank"
+                                              : " on rank " + std::to_string(t.bad_rank)) +
+                              ": rank " + std::to_string(me);
+        EXPECT_EQ(rc, t.want) << w << ": " << expect_text(rc, t.want);
+        EXPECT_EQ(comm, MPI_COMM_NULL) << w << ": communicator returned on error";
+        free_comm(&comm);
+        // MPI_COMM_WORLD stays usable for a correct creation.
+        MPI_Comm ok = ring_comm(Mode::NbrAdjacent);
+        if (ok != MPI_COMM_NULL)
+            expect_usable(ok, w);
+        free_comm(&ok);
+    }
+
+    struct Gen {
+        std::string what;
+        int want;
+        int bad_rank;
+        std::function<void(int &, std::vector<int> &, std::vector<int> &, std::vector<int> &)>
+            spoil;
+    };
+    const std::vector<Gen> gen = {
+        {"n -1", NBR_ERR_COUNT, -1,
+         [](int &n, std::vector<int> &, std::vector<int> &, std::vector<int> &) { n = -1; }},
+        {"degrees[0] -1", NBR_ERR_COUNT, P - 1,
+         [](int &, std::vector<int> &, std::vector<int> &deg, std::vector<int> &) {
+             deg[0] = -1;
+         }},
+        {"sources[0] == P", NBR_ERR_RANK, 0,
+         [P](int &, std::vector<int> &src, std::vector<int> &, std::vector<int> &) {
+             src[0] = P;
+         }},
+        {"destinations[0] == P", NBR_ERR_RANK, P - 1,
+         [P](int &, std::vector<int> &, std::vector<int> &, std::vector<int> &dst) {
+             dst[0] = P;
+         }},
+    };
+    for (const Gen &t : gen) {
+        // Good input: every rank names its own out-edges.
+        int n = 1;
+        std::vector<int> src = {me}, deg = {static_cast<int>(out.size())}, dst = out;
+        if (t.bad_rank < 0 || t.bad_rank == me)
+            t.spoil(n, src, deg, dst);
+        MPI_Comm comm = MPI_COMM_NULL;
+        const int rc = nbr_dist_graph_create(MPI_COMM_WORLD, n, src.data(), deg.data(),
+                                             dst.data(), MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm);
+        const std::string w = "create, " + t.what +
+                              (t.bad_rank < 0 ? " on every rank"
+                                              : " on rank " + std::to_string(t.bad_rank)) +
+                              ": rank " + std::to_string(me);
+        EXPECT_EQ(rc, t.want) << w << ": " << expect_text(rc, t.want);
+        EXPECT_EQ(comm, MPI_COMM_NULL) << w << ": communicator returned on error";
+        free_comm(&comm);
+        MPI_Comm ok = ring_comm(Mode::NbrGeneral);
+        if (ok != MPI_COMM_NULL)
+            expect_usable(ok, w);
+        free_comm(&ok);
+    }
+    nbr_graph_free(&g);
+}
+
+TEST_F(Errors, CommunicatorWithoutDistGraphTopology)
+{
+    const int P = world_size();
+    MPI_Comm cart = MPI_COMM_NULL, dup = MPI_COMM_NULL;
+    int dims[1] = {P}, periods[1] = {1};
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    const std::pair<const char *, MPI_Comm> comms[] = {
+        {"MPI_COMM_WORLD", MPI_COMM_WORLD}, {"cartesian", cart}, {"dup of world", dup}};
+    for (const auto &c : comms) {
+        const std::string w = std::string(c.first) + ", rank " + std::to_string(world_rank());
+        for (Op op : kOps)
+            for (Variant v : kVariants) {
+                Args a;
+                a.generic(c.second);
+                const int rc = call(op, v, a);
+                EXPECT_EQ(rc, NBR_ERR_TOPOLOGY) << w << " " << op_name(op) << " "
+                                                << variant_name(v) << ": "
+                                                << expect_text(rc, NBR_ERR_TOPOLOGY);
+            }
+        int rc = nbr_comm_attach(c.second, MPI_INFO_NULL);
+        EXPECT_EQ(rc, NBR_ERR_TOPOLOGY) << w << " nbr_comm_attach: "
+                                        << expect_text(rc, NBR_ERR_TOPOLOGY);
+        const char *name = nullptr;
+        rc = nbr_comm_algorithm(c.second, &name);
+        EXPECT_EQ(rc, NBR_ERR_TOPOLOGY) << w << " nbr_comm_algorithm";
+        nbr_counters_t cnt;
+        rc = nbr_get_counters(c.second, &cnt);
+        EXPECT_EQ(rc, NBR_ERR_TOPOLOGY) << w << " nbr_get_counters";
+        int nn, node, sock;
+        rc = nbr_comm_locality(c.second, &nn, &node, &sock);
+        EXPECT_EQ(rc, NBR_ERR_TOPOLOGY) << w << " nbr_comm_locality";
+        // The communicator itself still works for MPI.
+        int one = 1, sum = 0;
+        EXPECT_EQ(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c.second), MPI_SUCCESS) << w;
+        EXPECT_EQ(sum, P) << w;
+    }
+    MPI_Comm_free(&cart);
+    MPI_Comm_free(&dup);
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm != MPI_COMM_NULL)
+        expect_usable(comm, "calls on communicators without topology");
+    free_comm(&comm);
+}
+
+TEST_F(Errors, NullAndInterCommunicators)
+{
+    const int me = world_rank(), P = world_size();
+    const std::string w = "rank " + std::to_string(me);
+    for (Op op : kOps)
+        for (Variant v : kVariants) {
+            Args a;
+            a.generic(MPI_COMM_NULL);
+            const int rc = call(op, v, a);
+            EXPECT_EQ(rc, NBR_ERR_COMM) << "MPI_COMM_NULL " << op_name(op) << " "
+                                        << variant_name(v) << ", " << w << ": "
+                                        << expect_text(rc, NBR_ERR_COMM);
+        }
+    int rc = nbr_comm_attach(MPI_COMM_NULL, MPI_INFO_NULL);
+    EXPECT_EQ(rc, NBR_ERR_COMM) << "nbr_comm_attach(MPI_COMM_NULL), " << w;
+    nbr_counters_t cnt;
+    rc = nbr_get_counters(MPI_COMM_NULL, &cnt);
+    EXPECT_EQ(rc, NBR_ERR_COMM) << "nbr_get_counters(MPI_COMM_NULL), " << w;
+    MPI_Comm out = MPI_COMM_NULL;
+    rc = nbr_dist_graph_create_adjacent(MPI_COMM_NULL, 0, nullptr, MPI_UNWEIGHTED, 0, nullptr,
+                                        MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &out);
+    EXPECT_EQ(rc, NBR_ERR_COMM) << "create_adjacent(MPI_COMM_NULL), " << w << ": "
+                                << expect_text(rc, NBR_ERR_COMM);
+    free_comm(&out);
+    rc = nbr_dist_graph_create(MPI_COMM_NULL, 0, nullptr, nullptr, nullptr, MPI_UNWEIGHTED,
+                               MPI_INFO_NULL, 0, &out);
+    EXPECT_EQ(rc, NBR_ERR_COMM) << "create(MPI_COMM_NULL), " << w << ": "
+                                << expect_text(rc, NBR_ERR_COMM);
+    free_comm(&out);
+
+    if (P >= 2) {
+        MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+        MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, me % 2 ? 0 : 1, 17, &inter);
+        rc = nbr_dist_graph_create_adjacent(inter, 0, nullptr, MPI_UNWEIGHTED, 0, nullptr,
+                                            MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &out);
+        EXPECT_EQ(rc, NBR_ERR_COMM) << "create_adjacent(intercommunicator), " << w << ": "
+                                    << expect_text(rc, NBR_ERR_COMM);
+        free_comm(&out);
+        Args a;
+        a.generic(inter);
+        rc = call(Op::Allgather, Variant::Blocking, a);
+        EXPECT_EQ(rc, NBR_ERR_COMM) << "allgather(intercommunicator), " << w << ": "
+                                    << expect_text(rc, NBR_ERR_COMM);
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm != MPI_COMM_NULL)
+        expect_usable(comm, "calls on MPI_COMM_NULL");
+    free_comm(&comm);
+}
+
+TEST_F(Errors, NullDatatype)
+{
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm == MPI_COMM_NULL)
+        return;
+    const std::vector<Op> all(kOps, kOps + 3);
+    expect_error_everywhere(comm, NBR_ERR_DATATYPE, "sendtype MPI_DATATYPE_NULL", all,
+                            [](Op, Args &a) { a.stype = MPI_DATATYPE_NULL; });
+    expect_error_everywhere(comm, NBR_ERR_DATATYPE, "recvtype MPI_DATATYPE_NULL", all,
+                            [](Op, Args &a) { a.rtype = MPI_DATATYPE_NULL; });
+    free_comm(&comm);
+}
+
+TEST_F(Errors, AllgatherSendRecvSizeMismatch)
+{
+    for (Mode mode : {Mode::NbrAdjacent, Mode::MpiLazy}) {
+        MPI_Comm comm = ring_comm(mode);
+        if (comm == MPI_COMM_NULL)
+            continue;
+        const std::string m = mode_name(mode);
+        expect_error_everywhere(comm, NBR_ERR_TYPE_MISMATCH, "3 ints sent, 2 received [" + m + "]",
+                                {Op::Allgather}, [](Op, Args &a) {
+                                    a.scount = 3;
+                                    a.rcount = 2;
+                                });
+        expect_error_everywhere(comm, NBR_ERR_TYPE_MISMATCH,
+                                "1 double sent, 1 int received [" + m + "]", {Op::Allgather},
+                                [](Op, Args &a) {
+                                    a.stype = MPI_DOUBLE;
+                                    a.scount = 1;
+                                    a.rcount = 1;
+                                });
+        free_comm(&comm);
+    }
+}
+
+TEST_F(Errors, MalformedInfoAndUnknownAlgorithm)
+{
+    const int me = world_rank(), P = world_size();
+    nbr_graph_t g;
+    if (!all_ranks(build_ring_graph(&g)))
+        return;
+    std::vector<int> in(nbr_graph_in(&g, me), nbr_graph_in(&g, me) + nbr_graph_indegree(&g, me));
+    std::vector<int> out(nbr_graph_out(&g, me),
+                         nbr_graph_out(&g, me) + nbr_graph_outdegree(&g, me));
+    struct T {
+        const char *key, *value;
+        int want;
+    };
+    const T ts[] = {{"nbr_ranks_per_node", "abc", NBR_ERR_INFO},
+                    {"nbr_algorithm", "nosuch", NBR_ERR_ALGORITHM}};
+    for (const T &t : ts) {
+        for (int only_last = 0; only_last < 2; ++only_last) {
+            MPI_Info info;
+            MPI_Info_create(&info);
+            if (!only_last || me == P - 1)
+                MPI_Info_set(info, t.key, t.value);
+            MPI_Comm comm = MPI_COMM_NULL;
+            const int rc = nbr_dist_graph_create_adjacent(
+                MPI_COMM_WORLD, static_cast<int>(in.size()), in.data(), MPI_UNWEIGHTED,
+                static_cast<int>(out.size()), out.data(), MPI_UNWEIGHTED, info, 0, &comm);
+            MPI_Info_free(&info);
+            const std::string w = std::string(t.key) + "=" + t.value +
+                                  (only_last ? " on the last rank only" : " on every rank") +
+                                  ", rank " + std::to_string(me);
+            EXPECT_EQ(rc, t.want) << w << ": " << expect_text(rc, t.want);
+            EXPECT_EQ(comm, MPI_COMM_NULL) << w << ": communicator returned on error";
+            free_comm(&comm);
+        }
+    }
+    nbr_graph_free(&g);
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm != MPI_COMM_NULL)
+        expect_usable(comm, "malformed info");
+    free_comm(&comm);
+}
+
+TEST_F(Errors, RequestNullAndFreeWhileActive)
+{
+    nbr_request_t req = NBR_REQUEST_NULL;
+    int rc = nbr_wait(&req);
+    EXPECT_EQ(rc, NBR_ERR_REQUEST) << "nbr_wait(NBR_REQUEST_NULL): "
+                                   << expect_text(rc, NBR_ERR_REQUEST);
+    req = NBR_REQUEST_NULL;
+    rc = nbr_start(&req);
+    EXPECT_EQ(rc, NBR_ERR_REQUEST) << "nbr_start(NBR_REQUEST_NULL): "
+                                   << expect_text(rc, NBR_ERR_REQUEST);
+
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm == MPI_COMM_NULL)
+        return;
+    Case c;
+    c.op = Op::Alltoallv;
+    c.pair = types().find("vec->int");
+    c.bytes = 3000;
+    c.seed = 5;
+    {
+        // Persistent: free while active fails and leaves the request alone.
+        CaseRunner r(comm, c, "free active persistent");
+        nbr_request_t p = NBR_REQUEST_NULL;
+        EXPECT_EQ(r.call_init(MPI_INFO_NULL, &p), NBR_SUCCESS) << r.where();
+        if (all_ranks(p != NBR_REQUEST_NULL)) {
+            r.prepare(0);
+            EXPECT_EQ(nbr_start(&p), NBR_SUCCESS) << r.where();
+            nbr_request_t before = p;
+            rc = nbr_request_free(&p);
+            EXPECT_EQ(rc, NBR_ERR_REQUEST) << r.where() << ": nbr_request_free on an active "
+                                           << "request: " << expect_text(rc, NBR_ERR_REQUEST);
+            EXPECT_EQ(p, before) << r.where() << ": failed free changed the handle";
+            r.reference();
+            if (p != NBR_REQUEST_NULL) {
+                EXPECT_EQ(nbr_wait(&p), NBR_SUCCESS) << r.where();
+                r.check(0);
+                EXPECT_EQ(nbr_request_free(&p), NBR_SUCCESS) << r.where();
+                EXPECT_EQ(p, NBR_REQUEST_NULL) << r.where();
+            }
+        } else if (p != NBR_REQUEST_NULL) {
+            nbr_request_free(&p);
+        }
+    }
+    {
+        // Nonblocking: the same.
+        c.op = Op::Allgatherv;
+        c.seed = 6;
+        CaseRunner r(comm, c, "free active nonblocking");
+        nbr_request_t q = NBR_REQUEST_NULL;
+        r.prepare(0);
+        EXPECT_EQ(r.call_nonblocking(&q), NBR_SUCCESS) << r.where();
+        if (q != NBR_REQUEST_NULL) {
+            nbr_request_t before = q;
+            rc = nbr_request_free(&q);
+            EXPECT_EQ(rc, NBR_ERR_REQUEST) << r.where() << ": nbr_request_free on an active "
+                                           << "request: " << expect_text(rc, NBR_ERR_REQUEST);
+            EXPECT_EQ(q, before) << r.where() << ": failed free changed the handle";
+        }
+        r.reference();
+        if (q != NBR_REQUEST_NULL) {
+            EXPECT_EQ(nbr_wait(&q), NBR_SUCCESS) << r.where();
+            r.check(0);
+        }
+    }
+    expect_usable(comm, "request errors");
+    free_comm(&comm);
+}
+
+// One rank receives fewer elements from a neighbor than the neighbor sends:
+// that rank gets NBR_ERR_TYPE_MISMATCH, the others succeed, nothing hangs,
+// and the communicator stays usable. The communicator has the default
+// MPI_ERRORS_ARE_FATAL handler, as a user's would.
+TEST_F(Errors, AlltoallvReceiveCountTooSmall)
+{
+    const int me = world_rank(), P = world_size();
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm == MPI_COMM_NULL)
+        return;
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+    const int victim = P - 1;
+    const Neighbors nb = query_neighbors(comm);
+    for (int k : {3, 40000}) {  // eager and rendezvous sized messages
+        const std::string size = std::to_string(k) + " ints per edge";
+        for (Variant v : kVariants) {
+            Args a;
+            a.good(comm, Op::Alltoallv);
+            // k ints per edge instead of 3
+            a.scount = a.rcount = k;
+            a.sbuf.assign(static_cast<size_t>(k) * (nb.outdeg() + 1), me);
+            a.rbuf.assign(static_cast<size_t>(k) * (nb.indeg() + 1), -1);
+            a.sp = a.sbuf.data();
+            a.rp = a.rbuf.data();
+            for (int j = 0; j < nb.outdeg(); ++j) {
+                a.scounts[j] = k;
+                a.sdispls[j] = j * k;
+            }
+            for (int i = 0; i < nb.indeg(); ++i) {
+                a.rcounts[i] = k;
+                a.rdispls[i] = i * k;
+            }
+            if (me == victim)
+                a.rcounts[0] = k - 1;
+            a.refresh();
+            const int want = me == victim ? NBR_ERR_TYPE_MISMATCH : NBR_SUCCESS;
+            const std::string w = size + ", " + variant_name(v) + ", receiver rank " +
+                                  std::to_string(victim) + " expects one int less from rank " +
+                                  std::to_string(nb.in.empty() ? -1 : nb.in[0]) + "; rank " +
+                                  std::to_string(me);
+            if (v != Variant::Persistent) {
+                const int rc = call(Op::Alltoallv, v, a);
+                EXPECT_EQ(rc, want) << w << ": " << expect_text(rc, want);
+            } else {
+                // _init may find the mismatch (then every rank reports it),
+                // or the run does (then only the receiver does).
+                nbr_request_t req = NBR_REQUEST_NULL;
+                int rc = nbr_neighbor_alltoallv_init(a.sp, a.scp, a.sdp, a.stype, a.rp, a.rcp,
+                                                     a.rdp, a.rtype, comm, MPI_INFO_NULL, &req);
+                const bool init_failed_all = all_ranks(rc == NBR_ERR_TYPE_MISMATCH);
+                const bool init_ok_all = all_ranks(rc == NBR_SUCCESS);
+                EXPECT_TRUE(init_failed_all || init_ok_all)
+                    << w << ": _init statuses differ between ranks; here " << status_text(rc);
+                if (init_ok_all) {
+                    rc = nbr_start(&req);
+                    if (rc == NBR_SUCCESS)
+                        rc = nbr_wait(&req);
+                    EXPECT_EQ(rc, want) << w << ": " << expect_text(rc, want);
+                }
+                if (req != NBR_REQUEST_NULL)
+                    nbr_request_free(&req);
+            }
+            expect_usable(comm, w);
+        }
+    }
+    free_comm(&comm);
+}
+
+// Starting a request that is already active is a state error; the running
+// operation completes normally.
+TEST_F(Errors, StartWhileActive)
+{
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm == MPI_COMM_NULL)
+        return;
+    Case c;
+    c.op = Op::Allgather;
+    c.pair = types().find("double");
+    c.bytes = 800;
+    c.seed = 9;
+    CaseRunner r(comm, c, "start while active");
+    nbr_request_t p = NBR_REQUEST_NULL;
+    EXPECT_EQ(r.call_init(MPI_INFO_NULL, &p), NBR_SUCCESS) << r.where();
+    if (all_ranks(p != NBR_REQUEST_NULL)) {
+        r.prepare(0);
+        EXPECT_EQ(nbr_start(&p), NBR_SUCCESS) << r.where();
+        const int rc = nbr_start(&p);
+        EXPECT_EQ(rc, NBR_ERR_REQUEST) << r.where() << ": second nbr_start: "
+                                       << expect_text(rc, NBR_ERR_REQUEST);
+        r.reference();
+        EXPECT_EQ(nbr_wait(&p), NBR_SUCCESS) << r.where();
+        r.check(0);
+        EXPECT_EQ(nbr_request_free(&p), NBR_SUCCESS) << r.where();
+    } else if (p != NBR_REQUEST_NULL) {
+        nbr_request_free(&p);
+    }
+    expect_usable(comm, "start while active");
+    free_comm(&comm);
+}
+
+// Persistent _init agrees on errors: when only one rank passes a bad
+// argument, every rank returns the error, and the communicator stays in
+// step for the next operation.
+TEST_F(Errors, InitAgreesWhenOnlyOneRankIsWrong)
+{
+    const int me = world_rank(), P = world_size();
+    for (Mode mode : {Mode::NbrAdjacent, Mode::MpiLazy}) {
+        MPI_Comm comm = ring_comm(mode);
+        if (comm == MPI_COMM_NULL)
+            continue;
+        struct Bad {
+            const char *what;
+            int want;
+            std::function<void(Args &)> spoil;
+        };
+        const Bad bads[] = {
+            {"NULL sendbuf", NBR_ERR_BUFFER, [](Args &a) { a.sp = nullptr; }},
+            {"sendcount -1", NBR_ERR_COUNT,
+             [](Args &a) {
+                 a.scount = -1;
+                 if (!a.scounts.empty())
+                     a.scounts[0] = -1;
+             }},
+            {"recvtype MPI_DATATYPE_NULL", NBR_ERR_DATATYPE,
+             [](Args &a) { a.rtype = MPI_DATATYPE_NULL; }},
+        };
+        for (const Bad &b : bads) {
+            for (Op op : kOps) {
+                Args a;
+                a.good(comm, op);
+                if (me == P - 1)
+                    b.spoil(a);
+                a.refresh();
+                bool leaked = false;
+                const int rc = call(op, Variant::Persistent, a, &leaked);
+                const std::string w = std::string(b.what) + " on rank " + std::to_string(P - 1) +
+                                      " only, " + op_name(op) + "_init [" + mode_name(mode) +
+                                      "], rank " + std::to_string(me);
+                EXPECT_EQ(rc, b.want) << w << ": " << expect_text(rc, b.want);
+                EXPECT_FALSE(leaked) << w;
+                expect_usable(comm, w);
+            }
+        }
+        free_comm(&comm);
+    }
+}
+
+// A persistent request whose run failed on the receiver (message longer
+// than expected) can be started again: the next run fails the same way on
+// that rank and succeeds elsewhere; afterwards the communicator works.
+TEST_F(Errors, PersistentRestartAfterReceiveError)
+{
+    const int me = world_rank(), P = world_size();
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm == MPI_COMM_NULL)
+        return;
+    const int victim = P - 1, k = 5;
+    const Neighbors nb = query_neighbors(comm);
+    Args a;
+    a.good(comm, Op::Alltoallv);
+    a.sbuf.assign(static_cast<size_t>(k) * (nb.outdeg() + 1), me);
+    a.rbuf.assign(static_cast<size_t>(k) * (nb.indeg() + 1), -1);
+    a.sp = a.sbuf.data();
+    a.rp = a.rbuf.data();
+    for (int j = 0; j < nb.outdeg(); ++j) {
+        a.scounts[j] = k;
+        a.sdispls[j] = j * k;
+    }
+    for (int i = 0; i < nb.indeg(); ++i) {
+        a.rcounts[i] = k;
+        a.rdispls[i] = i * k;
+    }
+    if (me == victim)
+        a.rcounts.back() = k - 2;
+    a.refresh();
+    const int want = me == victim ? NBR_ERR_TYPE_MISMATCH : NBR_SUCCESS;
+    nbr_request_t req = NBR_REQUEST_NULL;
+    int rc = nbr_neighbor_alltoallv_init(a.sp, a.scp, a.sdp, a.stype, a.rp, a.rcp, a.rdp, a.rtype,
+                                         comm, MPI_INFO_NULL, &req);
+    const bool init_ok_all = all_ranks(rc == NBR_SUCCESS);
+    if (init_ok_all) {
+        for (int run = 0; run < 3; ++run) {
+            rc = nbr_start(&req);
+            if (rc == NBR_SUCCESS)
+                rc = nbr_wait(&req);
+            EXPECT_EQ(rc, want) << "run " << run << " of a persistent alltoallv whose receiver "
+                                << victim << " expects 2 ints less from rank "
+                                << (nb.in.empty() ? -1 : nb.in.back()) << "; rank " << me
+                                << ": " << expect_text(rc, want);
+        }
+    }
+    if (req != NBR_REQUEST_NULL)
+        nbr_request_free(&req);
+    expect_usable(comm, "restarted persistent request with a receive error");
+    free_comm(&comm);
+}
+
+int main(int argc, char **argv) { return run_main(argc, argv, true); }
