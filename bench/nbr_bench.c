@@ -868,26 +868,37 @@ static void summarize(double *samples, int n, result_t *r)
     r->max_us = samples[n - 1] * 1e6;
 }
 
-/* Warm-up, then iters timed calls; a call's time is the slowest rank's,
- * since the collective is only done when every rank is done. */
-static void time_calls(const bench_alg_t *a, layout_t *L, coll_kind_t coll,
-                       const options_t *o, double *samples)
+/* One timed call: the slowest rank's time, since the collective is only
+ * done when every rank is done. */
+static double time_one_call(const bench_alg_t *a, layout_t *L, coll_kind_t coll)
 {
-    for (int w = 0; w < o->warmup; w++)
-        run_or_die(a, L, coll, L->recv);
-    if (!a->is_mpi) {
-        int rc = nbr_reset_counters(a->comm);
-        if (rc != NBR_SUCCESS)
-            die_nbr(rc, "nbr_reset_counters");
+    double dt, slowest;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    run_or_die(a, L, coll, L->recv);
+    dt = MPI_Wtime() - t0;
+    MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+/* Warm-up for every algorithm, then iters rounds of one call of each
+ * algorithm in turn: noise that drifts over the run (a shared, oversubscribed
+ * machine) hits every algorithm alike. samples[a * iters + it]. */
+static void time_interleaved(const bench_alg_t *algs, int nalgs, layout_t *L,
+                             coll_kind_t coll, const options_t *o, double *samples)
+{
+    for (int a = 0; a < nalgs; a++) {
+        for (int w = 0; w < o->warmup; w++)
+            run_or_die(&algs[a], L, coll, L->recv);
+        if (!algs[a].is_mpi) {
+            int rc = nbr_reset_counters(algs[a].comm);
+            if (rc != NBR_SUCCESS)
+                die_nbr(rc, "nbr_reset_counters");
+        }
     }
-    for (int it = 0; it < o->iters; it++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        run_or_die(a, L, coll, L->recv);
-        double dt = MPI_Wtime() - t0;
-        MPI_Allreduce(&dt, &samples[it], 1, MPI_DOUBLE, MPI_MAX,
-                      MPI_COMM_WORLD);
-    }
+    for (int it = 0; it < o->iters; it++)
+        for (int a = 0; a < nalgs; a++)
+            samples[a * o->iters + it] = time_one_call(&algs[a], L, coll);
 }
 
 /* Bytes this rank sends on out-slot j in one call. */
@@ -1082,25 +1093,29 @@ static int alloc_everywhere(const bench_t *b, layout_t *L)
     return ok;
 }
 
-/* Checks (nbrcoll only), times and measures one algorithm at one size.
- * Returns 0 on a verification failure. */
-static int bench_one(bench_t *b, int a, layout_t *L, result_t *r)
+/* Checks an nbrcoll algorithm against MPI before it is timed. Returns 0 on
+ * a verification failure. */
+static int check_one(bench_t *b, int a, layout_t *L)
 {
     const bench_alg_t *alg = &b->algs[a];
-    coll_kind_t coll = b->o->coll;
-    if (!alg->is_mpi && !verify(alg, L, b->t, coll)) {
-        if (b->t->rank == 0)
-            fprintf(stderr, "nbr_bench: algorithm '%s' disagrees with MPI "
-                            "at %llu bytes (details above); stopping\n",
-                    alg->name, (unsigned long long)L->bytes);
-        return 0;
-    }
-    time_calls(alg, L, coll, b->o, b->samples);
-    r->alg = alg->name;
-    summarize(b->samples, b->o->iters, r);
-    if (alg->is_mpi) {
-        model_traffic(L, b->t, coll, r);
+    if (alg->is_mpi || verify(alg, L, b->t, b->o->coll))
         return 1;
+    if (b->t->rank == 0)
+        fprintf(stderr, "nbr_bench: algorithm '%s' disagrees with MPI "
+                        "at %llu bytes (details above); stopping\n",
+                alg->name, (unsigned long long)L->bytes);
+    return 0;
+}
+
+/* Statistics and traffic of algorithm a from its timed samples. */
+static void measure_one(bench_t *b, int a, layout_t *L, result_t *r)
+{
+    const bench_alg_t *alg = &b->algs[a];
+    r->alg = alg->name;
+    summarize(b->samples + (size_t)a * b->o->iters, b->o->iters, r);
+    if (alg->is_mpi) {
+        model_traffic(L, b->t, b->o->coll, r);
+        return;
     }
     uint64_t calls = measured_traffic(alg, b->t, b->o->iters, r);
     uint64_t expect = (uint64_t)b->t->nranks * (uint64_t)b->o->iters;
@@ -1109,11 +1124,10 @@ static int bench_one(bench_t *b, int a, layout_t *L, result_t *r)
                "%llu\n",
                alg->name, (unsigned long long)calls,
                (unsigned long long)expect);
-    return 1;
 }
 
-/* One message size: every algorithm back to back, so drifting machine
- * noise hits all of them alike. Returns 0 on a verification failure. */
+/* One message size: every algorithm checked, then timed in interleaved
+ * rounds. Returns 0 on a verification failure. */
 static int bench_size(bench_t *b, uint64_t bytes)
 {
     layout_t L;
@@ -1129,7 +1143,12 @@ static int bench_size(bench_t *b, uint64_t bytes)
     if (b->need_ref)
         compute_reference(&b->mpi, &L, b->o->coll);
     for (int a = 0; a < b->o->nalgs && ok; a++)
-        ok = bench_one(b, a, &L, &res[a]);
+        ok = check_one(b, a, &L);
+    if (ok) {
+        time_interleaved(b->algs, b->o->nalgs, &L, b->o->coll, b->o, b->samples);
+        for (int a = 0; a < b->o->nalgs; a++)
+            measure_one(b, a, &L, &res[a]);
+    }
     layout_free(&L);
     if (!ok || b->t->rank != 0)
         return ok;
@@ -1195,7 +1214,7 @@ static int run_benchmark(const options_t *o)
         else
             b.need_ref = 1;
     }
-    b.samples = malloc((size_t)o->iters * sizeof *b.samples);
+    b.samples = malloc((size_t)o->nalgs * (size_t)o->iters * sizeof *b.samples);
     if (!b.samples)
         die_nbr(NBR_ERR_NOMEM, "malloc");
 
