@@ -150,14 +150,17 @@ out:
 
 int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state)
 {
-    int rc = nbr_check_comm(comm), found = 0;
-    if (rc != NBR_SUCCESS)
-        return rc;
+    int rc = NBR_SUCCESS, found = 0;
+    if (comm == MPI_COMM_NULL)
+        return NBR_ERR_COMM;
+    /* Fast path first: a communicator carrying our state passed every check
+     * at set-up, and its kind cannot change. */
     if (state_keyval != MPI_KEYVAL_INVALID) {
         NBR_MPI_CHECK(MPI_Comm_get_attr(comm, state_keyval, state, &found));
         if (found)
             return NBR_SUCCESS;
     }
+    NBR_CHECK(nbr_check_comm(comm));
     rc = setup(comm, info, state);
 out:
     return rc;
