@@ -21,6 +21,11 @@
  *                                               nodes of this many ranks
  *   nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET virtual CPU sockets inside
  *                                               each node
+ *   nbr_topo_file        / NBR_TOPO_FILE        node model from this file
+ *                                               (format: topo/README.md)
+ *                          NBR_GPU              every rank uses this GPU of
+ *                                               its node (default: local
+ *                                               rank modulo the GPU count)
  *                          NBR_LOG              error|warn|info|debug
  *                          NBR_DUMP_PLAN        directory: write every plan
  *                                               built, one file per rank
@@ -229,6 +234,20 @@ NBR_API int nbr_reset_counters(MPI_Comm comm);
 /* Node and socket layout nbrcoll uses on comm (virtual or real). */
 NBR_API int nbr_comm_locality(MPI_Comm comm, int *num_nodes, int *my_node,
                               int *my_socket);
+
+/* Where one rank of comm lives, as every rank of comm sees it. */
+typedef struct nbr_rank_place {
+    int node;       /* 0 .. num_nodes-1 */
+    int local_rank; /* index among the ranks of its node */
+    int socket;     /* CPU socket, unique over the job */
+    int numa;       /* NUMA domain on its node; -1 unknown */
+    int gpu;        /* GPU index in its node's model; -1 none */
+    int package;    /* its GPU's package (peer group) on the node; -1 none */
+    int leader;     /* 1 when its GPU leads its package */
+    int peer_rank;  /* lowest rank of its node using the peer GPU; -1 none */
+} nbr_rank_place_t;
+
+NBR_API int nbr_comm_place(MPI_Comm comm, int rank, nbr_rank_place_t *place);
 
 #ifdef __cplusplus
 }

@@ -210,6 +210,31 @@ int nbr_comm_locality(MPI_Comm comm, int *num_nodes, int *my_node, int *my_socke
     return NBR_SUCCESS;
 }
 
+int nbr_comm_place(MPI_Comm comm, int rank, nbr_rank_place_t *place)
+{
+    nbr_comm_t *state = NULL;
+    if (!place)
+        return NBR_ERR_ARG;
+    int rc = nbr_comm_get(comm, MPI_INFO_NULL, &state);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    if (rank < 0 || rank >= state->nranks)
+        return NBR_ERR_RANK;
+    const nbr_locality_t *loc = &state->locality;
+    *place = (nbr_rank_place_t){
+        .node = loc->node_of[rank], .local_rank = loc->local_rank_of[rank],
+        .socket = loc->socket_of[rank], .numa = loc->numa_of[rank], .gpu = loc->gpu_of[rank],
+        .package = loc->package_of[rank], .leader = loc->leader_of[rank], .peer_rank = -1};
+    /* the peer GPU shares the package; the lowest rank on it stands for it */
+    for (int r = 0; r < state->nranks && place->gpu >= 0; r++)
+        if (loc->node_of[r] == place->node && loc->package_of[r] == place->package &&
+            loc->gpu_of[r] != place->gpu) {
+            place->peer_rank = r;
+            break;
+        }
+    return NBR_SUCCESS;
+}
+
 /* ------------------------------------------------------------ counters */
 
 int nbr_get_counters(MPI_Comm comm, nbr_counters_t *counters)

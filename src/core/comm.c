@@ -133,13 +133,17 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     NBR_MPI_CHECK(MPI_Comm_rank(comm, &state->rank));
     NBR_MPI_CHECK(MPI_Comm_size(comm, &state->nranks));
     NBR_CHECK(read_neighbors(state, comm));
-    NBR_CHECK(nbr_locality_detect(state->comm, config.ranks_per_node,
-                                  config.ranks_per_socket, &state->locality));
+    nbr_locality_options_t where = {
+        .ranks_per_node = config.ranks_per_node, .ranks_per_socket = config.ranks_per_socket,
+        .topo_file = config.topo_file, .sysfs_root = config.sysfs_root,
+        .forced_gpu = config.forced_gpu};
+    NBR_CHECK(nbr_locality_detect(state->comm, &where, &state->locality));
     NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL;
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
-    NBR_INFO("comm %d: %d ranks on %d nodes, algorithm %s, in/out degree %d/%d",
-             state->id, state->nranks, state->locality.num_nodes,
+    NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
+             "in/out degree %d/%d", state->id, state->nranks, state->locality.num_nodes,
+             state->locality.model.source, state->locality.model.num_gpus,
              state->algorithm->name, state->indegree, state->outdegree);
     *out_state = state;
     return NBR_SUCCESS;

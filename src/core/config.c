@@ -98,6 +98,14 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
                        &config->ranks_per_socket));
     NBR_CHECK(load_string(info, "nbr_dump_plan", "NBR_DUMP_PLAN", config->dump_dir,
                           sizeof config->dump_dir));
+    NBR_CHECK(load_string(info, "nbr_topo_file", "NBR_TOPO_FILE", config->topo_file,
+                          sizeof config->topo_file));
+    NBR_CHECK(load_string(info, "nbr_topo_sysfs_root", "NBR_TOPO_SYSFS_ROOT",
+                          config->sysfs_root, sizeof config->sysfs_root));
+    config->forced_gpu = -1;
+    const char *gpu = getenv("NBR_GPU");
+    if (gpu && *gpu)
+        NBR_CHECK(parse_positive("NBR_GPU", gpu, &config->forced_gpu));
 out:
     return rc;
 }

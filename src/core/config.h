@@ -13,6 +13,9 @@ typedef struct nbr_config {
     int ranks_per_node;           /* 0: real nodes */
     int ranks_per_socket;         /* 0: one socket per node */
     char dump_dir[NBR_PATH_MAX];  /* empty: no plan dumps */
+    char topo_file[NBR_PATH_MAX]; /* empty: probe the machine */
+    char sysfs_root[NBR_PATH_MAX]; /* KFD tree root (tests); empty: "/" */
+    int forced_gpu;               /* NBR_GPU; -1: local rank modulo GPUs */
 } nbr_config_t;
 
 /* Defaults, then info (may be MPI_INFO_NULL), then the environment. */

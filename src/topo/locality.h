@@ -1,34 +1,54 @@
-/* Which node and CPU socket each rank of a communicator lives on. Issue-3
- * topology discovery (GPUs, hwloc sockets) extends this; the plan builders
- * only ever see these plain arrays. */
+/* Where each rank of a communicator lives: node, CPU socket, NUMA domain,
+ * GPU (with its package and leader role), and this node's machine model.
+ * The plan builders only ever see these plain arrays. */
 #ifndef NBR_LOCALITY_H
 #define NBR_LOCALITY_H
+
+#include "topology.h"
 
 #include <mpi.h>
 
 typedef struct nbr_locality {
     int nranks;
     int num_nodes;
-    int num_sockets; /* over the whole job */
-    int *node_of;    /* rank -> node id, 0 .. num_nodes-1 */
-    int *socket_of;  /* rank -> socket id, unique across nodes */
+    int num_sockets;  /* over the whole job */
+    int *node_of;     /* rank -> node id, 0 .. num_nodes-1 */
+    int *socket_of;   /* rank -> socket id, unique across nodes */
+    int *local_rank_of; /* rank -> index among the ranks of its node */
+    int *numa_of;     /* rank -> NUMA domain on its node, -1 unknown */
+    int *gpu_of;      /* rank -> GPU index in its node's model, -1 none */
+    int *package_of;  /* rank -> its GPU's package on its node, -1 none */
+    int *leader_of;   /* rank -> 1 when its GPU leads its package */
+    nbr_node_model_t model; /* this rank's node (num_gpus 0: flat) */
 } nbr_locality_t;
 
 /* Nodes given by any per-rank key (equal key = same node; ids are assigned
- * in order of first appearance). Inside each node, ranks are numbered in
- * rank order and split into sockets of ranks_per_socket (0: one socket per
- * node). Pure. */
-int nbr_locality_from_keys(int nranks, const int *node_key,
+ * in order of first appearance). Sockets: local_socket[r] is rank r's socket
+ * on its node when given, else consecutive blocks of ranks_per_socket ranks
+ * of each node (0: one socket per node). No GPUs. Pure. */
+int nbr_locality_from_keys(int nranks, const int *node_key, const int *local_socket,
                            int ranks_per_socket, nbr_locality_t *locality);
 
 /* Virtual nodes: consecutive blocks of ranks_per_node ranks. Pure. */
 int nbr_locality_virtual(int nranks, int ranks_per_node, int ranks_per_socket,
                          nbr_locality_t *locality);
 
-/* Collective over comm: virtual nodes when ranks_per_node > 0, else the
- * nodes MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) reports. */
-int nbr_locality_detect(MPI_Comm comm, int ranks_per_node,
-                        int ranks_per_socket, nbr_locality_t *locality);
+/* How nbr_locality_detect finds things out. */
+typedef struct nbr_locality_options {
+    int ranks_per_node;     /* > 0: virtual nodes */
+    int ranks_per_socket;   /* > 0: virtual sockets */
+    const char *topo_file;  /* node model from this file */
+    const char *sysfs_root; /* KFD tree root for tests; NULL: the real one */
+    int forced_gpu;         /* >= 0: every rank uses this GPU (NBR_GPU) */
+} nbr_locality_options_t;
+
+/* Collective over comm: nodes (virtual or MPI_COMM_TYPE_SHARED), one model
+ * per node probed by its first rank and broadcast inside the node, each
+ * rank's GPU (forced_gpu, else local rank modulo the GPU count) and CPU
+ * place, then one allgather so every rank knows every rank's place. Every
+ * rank returns the same status. */
+int nbr_locality_detect(MPI_Comm comm, const nbr_locality_options_t *options,
+                        nbr_locality_t *locality);
 
 void nbr_locality_free(nbr_locality_t *locality);
 

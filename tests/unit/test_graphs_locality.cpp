@@ -86,7 +86,7 @@ TEST(Locality, NodesFromKeysInterleaved)
 {
     const int keys[] = {7, 3, 7, 3, 9};
     nbr_locality_t loc;
-    ASSERT_EQ(nbr_locality_from_keys(5, keys, 0, &loc), NBR_SUCCESS);
+    ASSERT_EQ(nbr_locality_from_keys(5, keys, nullptr, 0, &loc), NBR_SUCCESS);
     EXPECT_EQ(loc.num_nodes, 3);
     EXPECT_EQ(loc.node_of[2], 0);
     EXPECT_EQ(loc.node_of[3], 1);
