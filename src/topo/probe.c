@@ -1,5 +1,6 @@
 #include "probe.h"
 
+#include "cuda_probe.h"
 #include "kfd.h"
 #include "rsmi.h"
 #include "../core/log.h"
@@ -147,6 +148,21 @@ static int from_kfd(nbr_node_model_t *model, const char *root,
     return rc;
 }
 
+static int from_cuda(nbr_node_model_t *model, const nbr_topo_thresholds_t *thresholds)
+{
+    nbr_cuda_api_t api;
+    char why[256] = "";
+    int rc = nbr_cuda_real_api(&api);
+    if (rc != NBR_SUCCESS) {
+        NBR_INFO("topology: CUDA not used: nbrcoll was built without it");
+        return rc;
+    }
+    rc = nbr_model_from_cuda(&api, thresholds, model, why, sizeof why);
+    if (rc != NBR_SUCCESS)
+        NBR_INFO("topology: CUDA not used: %s", why[0] ? why : nbr_error_string(rc));
+    return rc;
+}
+
 int nbr_probe_node(const nbr_probe_options_t *options, nbr_node_model_t *model)
 {
     if (options->topo_file && options->topo_file[0]) {
@@ -164,8 +180,9 @@ int nbr_probe_node(const nbr_probe_options_t *options, nbr_node_model_t *model)
     int rc = from_rocm_smi(model, &thresholds);
     if (rc != NBR_SUCCESS)
         rc = from_kfd(model, options->sysfs_root, &thresholds);
+    if (rc != NBR_SUCCESS)
+        rc = from_cuda(model, &thresholds);
     if (rc != NBR_SUCCESS) {
-        NBR_INFO("topology: CUDA not used: nbrcoll was built without it");
         NBR_INFO("topology: no GPU found: flat node (no GPU links, one device per rank)");
         rc = nbr_model_flat(model, 0);
     }

@@ -17,14 +17,6 @@
 #include <unistd.h>
 #endif
 
-void nbr_topo_thresholds_default(nbr_topo_thresholds_t *th)
-{
-    th->peer_min_links = 4;
-    th->pcie_hops = 2;
-    th->xgmi_hop_weight = 15;
-    th->mbps_per_gbps = 1000.0;
-}
-
 /* ------------------------------------------------------------ PCI ids */
 
 /* The PCI address without rocm_smi's reserved / partition bits 16..31, so

@@ -18,6 +18,15 @@ const char *nbr_link_type_name(nbr_link_type_t type)
 
 /* ------------------------------------------------------------- basics */
 
+void nbr_topo_thresholds_default(nbr_topo_thresholds_t *th)
+{
+    th->peer_min_links = 4;
+    th->pcie_hops = 2;
+    th->xgmi_hop_weight = 15;
+    th->mbps_per_gbps = 1000.0;
+}
+
+
 void nbr_model_free(nbr_node_model_t *model)
 {
     free(model->gpus);

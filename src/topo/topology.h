@@ -61,6 +61,32 @@ typedef struct nbr_node_model {
 #define NBR_TOPO_AT(model, matrix, from, to) \
     ((model)->matrix[(from) * (model)->num_gpus + (to)])
 
+/* Classification thresholds shared by every probe. */
+/* Every number the classification depends on; nbr_topo_thresholds_default
+ * gives the values below, callers (and tests) may change any of them. */
+typedef struct nbr_topo_thresholds {
+    /* Two GPUs with at least this many direct links to each other (each
+     * other's best partner) form a package of peers. MI250X: the two GCDs of
+     * one package share 4 xGMI links, GCDs of different packages 1 or 2.
+     * Default 4. A value above any link count means "no packages". */
+    int peer_min_links;
+    /* hops given to GPU pairs with no xGMI path (through PCIe and the host:
+     * GPU - root port - GPU). Default 2; must be >= 1. */
+    int pcie_hops;
+    /* KFD's weight for one xGMI hop (KFD_CRAT_XGMI_WEIGHT, weight = 15 *
+     * hops). Used only when no pair of the node reports any bandwidth (older
+     * hives, MI100: amdgpu reports xGMI bandwidth only for MI200 and later):
+     * then a pair whose weight is at most this counts as directly linked with
+     * one link. 0 turns that fallback off. Default 15. */
+    int xgmi_hop_weight;
+    /* Bandwidths arrive in MB/s; the model stores GB/s = MB/s / this.
+     * Default 1000 (amdgpu's MB/s are decimal: 16 lanes x 25 Gb/s / 8 =
+     * 50000 MB/s = 50 GB/s per MI250X link). Must be > 0. */
+    double mbps_per_gbps;
+} nbr_topo_thresholds_t;
+
+void nbr_topo_thresholds_default(nbr_topo_thresholds_t *th);
+
 /* Writes a reason (printf-style) to message, when given, and returns rc:
  * how every topology function explains a failure to its caller. */
 int nbr_topo_explain(char *message, size_t size, int rc, const char *fmt, ...)
