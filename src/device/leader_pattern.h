@@ -1,0 +1,47 @@
+/* The count-independent part of the leader-based allgather
+ * (rocm-leader-based-allgather.txt, Section V), built once per
+ * communicator. This file holds its first pieces: the split of a rank's
+ * neighbors by node (the paper's I_t, I_r, O_t, O_r) and the intra-node
+ * load matrix L_t (Alg. 1, Eq. 1 and 2). Pure functions of the plan input.
+ *
+ * Pairing rule (Alg. 1, line 2, made exact): two ranks are peers when each
+ * is the other's peer rank, i.e. the lowest rank of the node on the other
+ * GPU of its package. Ranks that share a GPU with others may have no mutual
+ * peer; they are peerless and keep whole blocks (correct, just not
+ * offloaded). An out-edge to X pairs with an out-edge to peer(X): the k-th
+ * edge to X with the k-th edge to peer(X), so repeated edges pair up the
+ * same way on the sending and on the receiving side. */
+#ifndef NBR_LEADER_PATTERN_H
+#define NBR_LEADER_PATTERN_H
+
+#include "../core/algorithm.h"
+
+/* Positions in the MPI neighbor lists, split by node. */
+typedef struct nbr_edge_split {
+    int num_in_intra, num_in_inter, num_out_intra, num_out_inter;
+    int *in_intra;  /* I_t: positions in sources[] on this rank's node */
+    int *in_inter;  /* I_r */
+    int *out_intra; /* O_t: positions in destinations[] */
+    int *out_inter; /* O_r */
+} nbr_edge_split_t;
+
+int nbr_split_edges(const nbr_plan_input_t *input, nbr_edge_split_t *split);
+void nbr_edge_split_free(nbr_edge_split_t *split);
+
+/* The mutual peer rank of r (same node, other GPU of its package), or -1. */
+int nbr_mutual_peer(const nbr_locality_t *locality, int r);
+
+/* L_t, sending side (Alg. 1 lines 1-12): for every out-edge j, load[j] is
+ * the fraction of the block sent straight to destinations[j] and
+ * partner[j] the out-edge sharing the block with it (-1: none, load 1).
+ * Inter-node out-edges get load 1 and no partner here. */
+int nbr_intra_out_loads(const nbr_plan_input_t *input, double *load, int *partner);
+
+/* L_t, receiving side (Alg. 1 lines 13-18): for every in-edge i, load[i]
+ * is the fraction received straight from sources[i]; the rest comes from
+ * this rank's mutual peer. peer_in lists the peer's in-neighbors (PI_t,
+ * in MPI order; inter-node ones are ignored). */
+int nbr_intra_in_loads(const nbr_plan_input_t *input, const int *peer_in, int num_peer_in,
+                       double *load);
+
+#endif
