@@ -15,12 +15,19 @@ typedef struct nbr_plan_input {
     const int *destinations; /* out-neighbors, in MPI order */
     const nbr_locality_t *locality; /* may be NULL (one node) */
     const nbr_layout_t *layout;
+    /* In-neighbor lists of the ranks on this rank's node, indexed by comm
+     * rank (NULL / 0 for ranks elsewhere): the paper's NI_r and PI_t, for
+     * builders that coordinate inside a node. May be NULL. */
+    const int *const *node_in_lists;
+    const int *node_in_degrees;
+    size_t leader_min_bytes; /* leader: blocks below this go the naive way */
 } nbr_plan_input_t;
 
 typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan);
 
 typedef enum nbr_algorithm_id {
     NBR_ALG_NAIVE = 0,
+    NBR_ALG_LEADER = 1,
     NBR_NUM_ALGORITHMS
 } nbr_algorithm_id_t;
 
@@ -29,6 +36,7 @@ typedef struct nbr_algorithm {
     const char *name;
     const char *description;
     nbr_build_plan_fn build; /* fills a plan (not sealed) */
+    int needs_node_in_lists; /* set-up gathers node_in_lists for it */
 } nbr_algorithm_t;
 
 const nbr_algorithm_t *nbr_algorithm_find(const char *name);
@@ -38,7 +46,12 @@ const nbr_algorithm_t *nbr_default_algorithm(void);
 int nbr_build_plan(const nbr_algorithm_t *algorithm,
                    const nbr_plan_input_t *input, nbr_plan_t *plan);
 
+/* Self-loops as local copies: the k-th self out-edge feeds the k-th self
+ * in-edge (every builder's rule; errors on mismatched sizes or counts). */
+int nbr_add_self_copies(const nbr_plan_input_t *input, nbr_plan_t *plan);
+
 /* Builders (src/host, src/device). */
 int nbr_build_naive(const nbr_plan_input_t *input, nbr_plan_t *plan);
+int nbr_build_leader(const nbr_plan_input_t *input, nbr_plan_t *plan);
 
 #endif

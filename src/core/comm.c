@@ -1,6 +1,7 @@
 #include "comm.h"
 
 #include "log.h"
+#include "node_lists.h"
 #include "request.h"
 
 #include <errno.h>
@@ -78,6 +79,9 @@ void nbr_comm_release(nbr_comm_t *state)
     if (!finalized && state->comm != MPI_COMM_NULL)
         MPI_Comm_free(&state->comm);
     nbr_locality_free(&state->locality);
+    nbr_node_lists_t lists = {.nranks = state->nranks, .lists = state->node_in_lists,
+                              .degrees = state->node_in_degrees};
+    nbr_node_lists_free(&lists);
     free(state->sources);
     free(state->destinations);
     free(state);
@@ -140,6 +144,8 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     NBR_CHECK(nbr_locality_detect(state->comm, &where, &state->locality));
     NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL;
+    if (state->algorithm->needs_node_in_lists)
+        NBR_CHECK(nbr_comm_ensure_node_lists(state));
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
     NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
              "in/out degree %d/%d", state->id, state->nranks, state->locality.num_nodes,
@@ -168,6 +174,23 @@ int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state)
     rc = setup(comm, info, state);
 out:
     return rc;
+}
+
+int nbr_comm_ensure_node_lists(nbr_comm_t *state)
+{
+    if (state->node_in_lists)
+        return NBR_SUCCESS;
+    nbr_node_lists_t lists = {.rank = state->rank, .nranks = state->nranks,
+                              .node_of = state->locality.node_of, .my_in = state->sources,
+                              .my_indegree = state->indegree};
+    int rc = nbr_engine_run_mpi(state->comm, NBR_TAG_ENGINE, &lists, nbr_node_lists_step, 4);
+    if (rc != NBR_SUCCESS) {
+        nbr_node_lists_free(&lists);
+        return rc;
+    }
+    state->node_in_lists = lists.lists;
+    state->node_in_degrees = lists.degrees;
+    return NBR_SUCCESS;
 }
 
 int nbr_comm_next_tag_base(nbr_comm_t *state)
@@ -219,6 +242,9 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         .indegree = state->indegree, .outdegree = state->outdegree,
         .sources = state->sources, .destinations = state->destinations,
         .locality = &state->locality, .layout = &shared->layout,
+        .node_in_lists = (const int *const *)state->node_in_lists,
+        .node_in_degrees = state->node_in_degrees,
+        .leader_min_bytes = (size_t)state->config.leader_min_bytes,
     };
     rc = nbr_build_plan(algorithm, &input, &shared->plan);
     if (rc != NBR_SUCCESS) {

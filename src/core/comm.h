@@ -33,6 +33,9 @@ typedef struct nbr_comm {
     unsigned long long sequence; /* collective calls so far: picks tags */
     int tag_windows;
     nbr_counters_t counters;
+    /* In-lists of the ranks on this node (leader); NULL until needed. */
+    int **node_in_lists;
+    int *node_in_degrees;
     /* A finished non-persistent request kept for the next call, so that a
      * blocking call allocates nothing in the steady state. Holds no
      * reference on this state. */
@@ -63,6 +66,9 @@ int nbr_comm_next_tag_base(nbr_comm_t *state);
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   const nbr_layout_t *layout, nbr_shared_plan_t **plan);
 void nbr_shared_plan_release(nbr_shared_plan_t *plan);
+
+/* Gathers node_in_lists if not done yet (collective over the comm). */
+int nbr_comm_ensure_node_lists(nbr_comm_t *state);
 
 /* Adds one completed run of plan to the counters. */
 void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan);

@@ -102,6 +102,9 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
                           sizeof config->topo_file));
     NBR_CHECK(load_string(info, "nbr_topo_sysfs_root", "NBR_TOPO_SYSFS_ROOT",
                           config->sysfs_root, sizeof config->sysfs_root));
+    config->leader_min_bytes = 256 * 1024; /* the paper's large-message range */
+    NBR_CHECK(load_int(info, "nbr_leader_min_bytes", "NBR_LEADER_MIN_BYTES",
+                       &config->leader_min_bytes));
     config->forced_gpu = -1;
     const char *gpu = getenv("NBR_GPU");
     if (gpu && *gpu)

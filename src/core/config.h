@@ -16,6 +16,7 @@ typedef struct nbr_config {
     char topo_file[NBR_PATH_MAX]; /* empty: probe the machine */
     char sysfs_root[NBR_PATH_MAX]; /* KFD tree root (tests); empty: "/" */
     int forced_gpu;               /* NBR_GPU; -1: local rank modulo GPUs */
+    int leader_min_bytes;         /* leader: smaller blocks go directly */
 } nbr_config_t;
 
 /* Defaults, then info (may be MPI_INFO_NULL), then the environment. */

@@ -260,6 +260,8 @@ static int prepare(const nbr_call_t *call, MPI_Info info, int persistent,
         NBR_CHECK(nbr_config_request_algorithm(info, name));
         algorithm = nbr_algorithm_find(name);
     }
+    if (algorithm->needs_node_in_lists)
+        NBR_CHECK(nbr_comm_ensure_node_lists(state));
     NBR_CHECK(check_call(call, state));
     req->send.user = (char *)call->sendbuf;
     req->recv.user = call->recvbuf;

@@ -87,6 +87,13 @@ static void split_block(const nbr_locality_t *loc, int from, int x, int y, doubl
     *share_x = hx + hy > 0 ? (double)hy / (hx + hy) : 0.5;
 }
 
+double nbr_pair_share(const nbr_locality_t *locality, int from, int x, int y)
+{
+    double share = 1.0;
+    split_block(locality, from, x, y, &share);
+    return share;
+}
+
 /* Occurrence of value at list[index] among list[0 .. index]. */
 static int occurrence(const int *list, int index)
 {

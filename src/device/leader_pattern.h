@@ -31,6 +31,11 @@ void nbr_edge_split_free(nbr_edge_split_t *split);
 /* The mutual peer rank of r (same node, other GPU of its package), or -1. */
 int nbr_mutual_peer(const nbr_locality_t *locality, int r);
 
+/* The share of a block that x gets when `from` splits it between the
+ * peers x and y (Eq. 2 by links when either is linked to `from`, else Eq. 1
+ * by hops); y gets the rest. Symmetric matrices make both ends agree. */
+double nbr_pair_share(const nbr_locality_t *locality, int from, int x, int y);
+
 /* L_t, sending side (Alg. 1 lines 1-12): for every out-edge j, load[j] is
  * the fraction of the block sent straight to destinations[j] and
  * partner[j] the out-edge sharing the block with it (-1: none, load 1).

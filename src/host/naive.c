@@ -12,7 +12,7 @@ static int send_slot_of(const nbr_layout_t *layout, int out_index)
     return layout->coll == NBR_COLL_ALLTOALLV ? out_index : 0;
 }
 
-static int add_self_copies(const nbr_plan_input_t *in, nbr_plan_t *plan)
+int nbr_add_self_copies(const nbr_plan_input_t *in, nbr_plan_t *plan)
 {
     const nbr_layout_t *layout = in->layout;
     int next_out = 0, rc = NBR_SUCCESS;
@@ -67,6 +67,6 @@ int nbr_build_naive(const nbr_plan_input_t *in, nbr_plan_t *plan)
                                    slot->offset, slot->bytes);
     }
     if (rc == NBR_SUCCESS)
-        rc = add_self_copies(in, plan);
+        rc = nbr_add_self_copies(in, plan);
     return rc;
 }

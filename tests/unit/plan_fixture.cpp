@@ -2,10 +2,31 @@
 
 #include <cstring>
 
+#include <gtest/gtest.h>
+
+Machine::Machine(const char *model_file, int nranks, int ranks_per_node)
+{
+    EXPECT_EQ(nbr_locality_virtual(nranks, ranks_per_node, 0, &loc), NBR_SUCCESS);
+    if (!model_file)
+        return;
+    char why[512];
+    nbr_model_free(&loc.model);
+    EXPECT_EQ(nbr_model_load((std::string(NBR_SOURCE_DIR) + "/topo/" + model_file).c_str(),
+                             &loc.model, why, sizeof why), NBR_SUCCESS) << why;
+    for (int r = 0; r < nranks; r++) {
+        int gpu = loc.local_rank_of[r] % loc.model.num_gpus;
+        loc.gpu_of[r] = gpu;
+        loc.package_of[r] = loc.model.gpus[gpu].package;
+        loc.leader_of[r] = loc.model.gpus[gpu].leader;
+    }
+}
+
+Machine::~Machine() { nbr_locality_free(&loc); }
+
 size_t edge_bytes(const LayoutParams &p, int s, int d, int k)
 {
     uint64_t state = p.seed * 1000003u + (uint64_t)s * 7919u + (uint64_t)d * 104729u + (uint64_t)k;
-    return nbr_splitmix64(&state) % (p.block + 1);
+    return nbr_splitmix64(&state) % (p.block / p.unit + 1) * p.unit;
 }
 
 // The k-th occurrence of each entry of a list, counted per value.
@@ -67,6 +88,13 @@ WholeJob::~WholeJob()
 
 int WholeJob::build(const nbr_algorithm_t *algorithm)
 {
+    // every rank's in-list: a superset of what a builder may read
+    node_in_lists_.resize(graph_->nranks);
+    node_in_degrees_.resize(graph_->nranks);
+    for (int r = 0; r < graph_->nranks; r++) {
+        node_in_lists_[r] = nbr_graph_in(graph_, r);
+        node_in_degrees_[r] = nbr_graph_indegree(graph_, r);
+    }
     for (int r = 0; r < graph_->nranks; r++) {
         nbr_plan_input_t input = {};
         input.rank = r;
@@ -77,6 +105,9 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
         input.destinations = nbr_graph_out(graph_, r);
         input.locality = locality_;
         input.layout = &layouts[r];
+        input.node_in_lists = node_in_lists_.data();
+        input.node_in_degrees = node_in_degrees_.data();
+        input.leader_min_bytes = leader_min_bytes;
         nbr_plan_free(&plans[r]);
         int rc = nbr_build_plan(algorithm, &input, &plans[r]);
         if (rc != NBR_SUCCESS) {

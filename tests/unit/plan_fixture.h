@@ -16,8 +16,20 @@ struct LayoutParams {
     nbr_collective_t coll = NBR_COLL_ALLGATHER;
     size_t block = 8;      // allgather: bytes per block; v-forms: upper bound
     size_t gap = 0;        // bytes left free between receive slots
+    size_t unit = 1;       // element size: every block is a multiple of it
     bool reverse = false;  // v-forms: receive slots in reverse order
     uint64_t seed = 1;
+};
+
+// nranks ranks on virtual nodes of ranks_per_node, on a stored machine
+// model (topo/<model_file>; GPU = local rank modulo the GPU count) or, with
+// model_file null, on flat nodes without GPUs.
+struct Machine {
+    nbr_locality_t loc{};
+    Machine(const char *model_file, int nranks, int ranks_per_node);
+    ~Machine();
+    Machine(const Machine &) = delete;
+    Machine &operator=(const Machine &) = delete;
 };
 
 // Size of the k-th s -> d edge's block in the v-forms (0 allowed).
@@ -39,8 +51,11 @@ public:
 
     std::vector<nbr_plan_t> plans;
     std::vector<nbr_layout_t> layouts;
+    size_t leader_min_bytes = 0;
 
 private:
+    std::vector<const int *> node_in_lists_;
+    std::vector<int> node_in_degrees_;
     const nbr_graph_t *graph_;
     const nbr_locality_t *locality_;
     std::string message_;

@@ -1,8 +1,8 @@
 // First pieces of the leader-based design: the split of neighbors by node
 // and the intra-node load matrix L_t (Alg. 1), on stored machine models.
-#include <nbrcoll.h>
+#include "plan_fixture.h"
+
 extern "C" {
-#include "core/graph_gen.h"
 #include "device/leader_pattern.h"
 }
 
@@ -13,25 +13,6 @@ extern "C" {
 
 namespace {
 
-// nranks ranks on nodes of the stored model, GPU = local rank modulo GPUs.
-struct Machine {
-    nbr_locality_t loc{};
-    Machine(const char *model_file, int nranks, int ranks_per_node)
-    {
-        EXPECT_EQ(nbr_locality_virtual(nranks, ranks_per_node, 0, &loc), NBR_SUCCESS);
-        char why[512];
-        nbr_model_free(&loc.model);
-        EXPECT_EQ(nbr_model_load((std::string(NBR_SOURCE_DIR) + "/topo/" + model_file).c_str(),
-                                 &loc.model, why, sizeof why), NBR_SUCCESS) << why;
-        for (int r = 0; r < nranks; r++) {
-            int gpu = loc.local_rank_of[r] % loc.model.num_gpus;
-            loc.gpu_of[r] = gpu;
-            loc.package_of[r] = loc.model.gpus[gpu].package;
-            loc.leader_of[r] = loc.model.gpus[gpu].leader;
-        }
-    }
-    ~Machine() { nbr_locality_free(&loc); }
-};
 
 nbr_plan_input_t input_of(const nbr_graph_t *g, const nbr_locality_t *loc, int r)
 {

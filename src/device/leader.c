@@ -1,0 +1,402 @@
+/* leader: the leader-based, topology- and load-aware allgather(v) of
+ * rocm-leader-based-allgather.txt (Section V, Alg. 5), as a plan.
+ *
+ * Three phases, every byte written once, straight into its receive slot:
+ *   1. a sender splits each intra-node block between mutual peers by L_t
+ *      (Alg. 1) and, for each remote node, scatters the block in pieces over
+ *      one landing rank per GPU package among its out-neighbors there
+ *      (the package's leader when it is one, else the package's lowest
+ *      rank): the block crosses to that node once (L_r, Alg. 2);
+ *   2. intra-node peers swap their parts; landing ranks exchange pieces so
+ *      each holds the whole block (RM, Alg. 3);
+ *   3. landing ranks forward whole blocks to the other receivers of their
+ *      package (PEM, Alg. 4) and copy to repeated slots.
+ * Receivers derive the same groups from the in-lists of their node's ranks
+ * (NI_r, PI_t). Blocks below leader_min_bytes go directly, as in naive;
+ * the decision is per block, which sender and receivers both know.
+ * Blocks are split on boundaries every rank derives from the block size
+ * alone (the largest power of two up to 16 dividing it): element boundaries
+ * for every standard type, and the same on both ends even when the two
+ * ranks describe the data with different (matching) datatypes.
+ * Ranks with no GPU are packages of their own. alltoallv is not a leader
+ * collective: it gets the naive plan. Tags: 0 phase 1, 1 peer swaps,
+ * 2 landing exchanges, 3 forwards; within a channel messages are ordered by
+ * (sender of the block, edge occurrence) on both ends. */
+#include "leader_pattern.h"
+
+#include <nbrcoll.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_DIRECT = 0, TAG_SWAP = 1, TAG_EXCHANGE = 2, TAG_FORWARD = 3 };
+
+typedef struct builder {
+    const nbr_plan_input_t *in;
+    const nbr_locality_t *loc;
+    nbr_plan_t *plan;
+    int me, my_node, peer; /* peer: my mutual peer rank or -1 */
+    /* remote senders' receivers on my node: bucket[s] .. bucket[s+1] in
+     * receivers[] (ranks ascending, one entry per edge) */
+    int *bucket, *receivers;
+    int *scratch; /* nranks ints for local computations */
+} builder_t;
+
+static int node_of(const builder_t *b, int r) { return b->loc ? b->loc->node_of[r] : 0; }
+
+/* Ranks without a GPU are packages of their own. */
+static int package_key(const builder_t *b, int r)
+{
+    return b->loc && b->loc->gpu_of && b->loc->gpu_of[r] >= 0 ? b->loc->package_of[r] : -(r + 2);
+}
+
+static int is_leader(const builder_t *b, int r)
+{
+    return b->loc && b->loc->gpu_of && b->loc->gpu_of[r] >= 0 ? b->loc->leader_of[r] : 1;
+}
+
+/* The landing rank of x's package among the receivers d[0..n) (ascending). */
+static int representative(const builder_t *b, const int *d, int n, int x)
+{
+    int key = package_key(b, x), lowest = -1;
+    for (int i = 0; i < n; i++)
+        if (package_key(b, d[i]) == key) {
+            if (is_leader(b, d[i]))
+                return d[i];
+            if (lowest < 0)
+                lowest = d[i];
+        }
+    return lowest;
+}
+
+/* Distinct landing ranks of receivers d[0..n), ascending, into landing. */
+static int landing_set(const builder_t *b, const int *d, int n, int *landing)
+{
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        int rep = representative(b, d, n, d[i]);
+        if (rep == d[i] && (count == 0 || landing[count - 1] != rep))
+            landing[count++] = rep;
+    }
+    return count;
+}
+
+/* The split granularity of a block: the largest power of two <= 16 that
+ * divides its size. */
+static size_t split_unit(size_t bytes)
+{
+    size_t unit = 16;
+    while (unit > 1 && bytes % unit != 0)
+        unit /= 2;
+    return unit;
+}
+
+/* Piece p of a block of `bytes` split into parts on split_unit boundaries. */
+static void piece(size_t bytes, int parts, int p, size_t *off, size_t *len)
+{
+    size_t unit = split_unit(bytes), n = bytes / unit;
+    size_t first = n * (size_t)p / (size_t)parts, last = n * (size_t)(p + 1) / (size_t)parts;
+    *off = first * unit;
+    *len = (last - first) * unit;
+}
+
+/* The part of s's block that x holds after phase 1 when s split it between
+ * the peers x and y: the lower rank takes the front. */
+static void peer_part(const builder_t *b, int s, int x, int y, size_t bytes, size_t *off,
+                      size_t *len)
+{
+    int low = x < y ? x : y;
+    size_t unit = split_unit(bytes), n = bytes / unit;
+    double share = nbr_pair_share(b->loc, s, low, low == x ? y : x);
+    size_t front = (size_t)(share * (double)n + 0.5) * unit;
+    if (front > bytes)
+        front = bytes;
+    *off = x == low ? 0 : front;
+    *len = x == low ? front : bytes - front;
+}
+
+static int big(const builder_t *b, size_t bytes)
+{
+    return bytes > 0 && bytes >= b->in->leader_min_bytes;
+}
+
+static int occurrence(const int *list, int index)
+{
+    int k = 0;
+    for (int i = 0; i < index; i++)
+        k += list[i] == list[index];
+    return k;
+}
+
+static int count_of(const int *list, int n, int value)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += list[i] == value;
+    return k;
+}
+
+/* Is my k-th in-edge from s (same node) split with my peer? */
+static int split_with_peer(const builder_t *b, int s, int k)
+{
+    if (b->peer < 0 || s == b->peer || s == b->me || !b->in->node_in_lists)
+        return 0;
+    return count_of(b->in->node_in_lists[b->peer], b->in->node_in_degrees[b->peer], s) > k;
+}
+
+/* ------------------------------------------------------------ set-up */
+
+static int compare_int(const void *x, const void *y)
+{
+    int a = *(const int *)x, c = *(const int *)y;
+    return a < c ? -1 : a > c;
+}
+
+/* For each remote sender, its receivers on my node (one entry per edge). */
+static int index_node_receivers(builder_t *b)
+{
+    int n = b->in->nranks, total = 0;
+    b->bucket = calloc((size_t)n + 1, sizeof(int));
+    b->scratch = malloc(((size_t)n + 1) * sizeof(int));
+    if (!b->bucket || !b->scratch)
+        return NBR_ERR_NOMEM;
+    if (!b->in->node_in_lists)
+        return NBR_ERR_INTERNAL; /* set-up did not gather them */
+    for (int x = 0; x < n; x++)
+        if (node_of(b, x) == b->my_node && b->in->node_in_lists[x])
+            for (int i = 0; i < b->in->node_in_degrees[x]; i++) {
+                int s = b->in->node_in_lists[x][i];
+                if (node_of(b, s) != b->my_node) {
+                    b->bucket[s + 1]++;
+                    total++;
+                }
+            }
+    for (int s = 0; s < n; s++)
+        b->bucket[s + 1] += b->bucket[s];
+    b->receivers = malloc(((size_t)total + 1) * sizeof(int));
+    if (!b->receivers)
+        return NBR_ERR_NOMEM;
+    memcpy(b->scratch, b->bucket, (size_t)n * sizeof(int));
+    for (int x = 0; x < n; x++) /* x ascending: buckets come out sorted */
+        if (node_of(b, x) == b->my_node && b->in->node_in_lists[x])
+            for (int i = 0; i < b->in->node_in_degrees[x]; i++) {
+                int s = b->in->node_in_lists[x][i];
+                if (node_of(b, s) != b->my_node)
+                    b->receivers[b->scratch[s]++] = x;
+            }
+    return NBR_SUCCESS;
+}
+
+/* ------------------------------------------------------------ phase 1 */
+
+static int phase1_receive(builder_t *b)
+{
+    const nbr_plan_input_t *in = b->in;
+    int rc = NBR_SUCCESS;
+    for (int i = 0; i < in->indegree && rc == NBR_SUCCESS; i++) {
+        int s = in->sources[i], k = occurrence(in->sources, i);
+        const nbr_slot_t *slot = &in->layout->recv[i];
+        if (s == b->me || slot->bytes == 0)
+            continue;
+        if (!big(b, slot->bytes)) {
+            rc = nbr_plan_add_recv(b->plan, s, TAG_DIRECT, NBR_BUF_RECV, slot->offset, slot->bytes);
+        } else if (node_of(b, s) == b->my_node) {
+            size_t off = 0, len = slot->bytes;
+            if (split_with_peer(b, s, k))
+                peer_part(b, s, b->me, b->peer, slot->bytes, &off, &len);
+            if (len > 0)
+                rc = nbr_plan_add_recv(b->plan, s, TAG_DIRECT, NBR_BUF_RECV, slot->offset + off, len);
+        } else if (k == 0) {
+            const int *d = b->receivers + b->bucket[s];
+            int nd = b->bucket[s + 1] - b->bucket[s];
+            int *l = b->scratch; /* landing ranks are distinct: nranks suffice */
+            int nl = landing_set(b, d, nd, l);
+            for (int p = 0; p < nl && rc == NBR_SUCCESS; p++)
+                if (l[p] == b->me) {
+                    size_t off, len;
+                    piece(slot->bytes, nl, p, &off, &len);
+                    if (len > 0)
+                        rc = nbr_plan_add_recv(b->plan, s, TAG_DIRECT, NBR_BUF_RECV,
+                                               slot->offset + off, len);
+                }
+        }
+    }
+    return rc;
+}
+
+static int phase1_send(builder_t *b)
+{
+    const nbr_plan_input_t *in = b->in;
+    size_t bytes = in->layout->send[0].bytes, base = in->layout->send[0].offset;
+    int rc = NBR_SUCCESS;
+    if (bytes == 0)
+        return NBR_SUCCESS;
+    double *load = malloc(((size_t)in->outdegree + 1) * sizeof(double));
+    int *partner = malloc(((size_t)in->outdegree + 1) * sizeof(int));
+    int *d = malloc(((size_t)in->outdegree + 1) * sizeof(int));
+    int *l = malloc(((size_t)in->outdegree + 1) * sizeof(int));
+    int *done_node = calloc((size_t)in->nranks + 1, sizeof(int));
+    if (!load || !partner || !d || !l || !done_node) {
+        rc = NBR_ERR_NOMEM;
+        goto out;
+    }
+    rc = nbr_intra_out_loads(in, load, partner);
+    for (int j = 0; j < in->outdegree && rc == NBR_SUCCESS; j++) {
+        int x = in->destinations[j], node = node_of(b, x);
+        if (x == b->me)
+            continue;
+        if (!big(b, bytes)) {
+            rc = nbr_plan_add_send(b->plan, x, TAG_DIRECT, NBR_BUF_SEND, base, bytes);
+        } else if (node == b->my_node) {
+            size_t off = 0, len = bytes;
+            if (partner[j] >= 0)
+                peer_part(b, b->me, x, in->destinations[partner[j]], bytes, &off, &len);
+            if (len > 0)
+                rc = nbr_plan_add_send(b->plan, x, TAG_DIRECT, NBR_BUF_SEND, base + off, len);
+        } else if (!done_node[node]) {
+            /* the whole remote node at once, when its first edge comes up */
+            done_node[node] = 1;
+            int nd = 0;
+            for (int jj = 0; jj < in->outdegree; jj++)
+                if (node_of(b, in->destinations[jj]) == node)
+                    d[nd++] = in->destinations[jj];
+            qsort(d, (size_t)nd, sizeof(int), compare_int);
+            int nl = landing_set(b, d, nd, l);
+            for (int p = 0; p < nl && rc == NBR_SUCCESS; p++) {
+                size_t off, len;
+                piece(bytes, nl, p, &off, &len);
+                if (len > 0)
+                    rc = nbr_plan_add_send(b->plan, l[p], TAG_DIRECT, NBR_BUF_SEND, base + off, len);
+            }
+        }
+    }
+out:
+    free(load);
+    free(partner);
+    free(d);
+    free(l);
+    free(done_node);
+    return rc;
+}
+
+/* ------------------------------------------------- phases 2 and 3 */
+
+/* Slot of my k-th in-edge from s. */
+static const nbr_slot_t *slot_from(const builder_t *b, int s, int k)
+{
+    for (int i = 0; i < b->in->indegree; i++)
+        if (b->in->sources[i] == s && k-- == 0)
+            return &b->in->layout->recv[i];
+    return NULL;
+}
+
+/* Peer swaps, ordered by (sender, occurrence): the same order on both ends. */
+static int phase2_swaps(builder_t *b)
+{
+    int rc = NBR_SUCCESS;
+    for (int s = 0; s < b->in->nranks && rc == NBR_SUCCESS; s++) {
+        if (s == b->me || node_of(b, s) != b->my_node)
+            continue;
+        int edges = count_of(b->in->sources, b->in->indegree, s);
+        for (int k = 0; k < edges && rc == NBR_SUCCESS; k++) {
+            const nbr_slot_t *slot = slot_from(b, s, k);
+            if (!big(b, slot->bytes) || !split_with_peer(b, s, k))
+                continue;
+            size_t mine_off, mine_len, theirs_off, theirs_len;
+            peer_part(b, s, b->me, b->peer, slot->bytes, &mine_off, &mine_len);
+            peer_part(b, s, b->peer, b->me, slot->bytes, &theirs_off, &theirs_len);
+            if (mine_len > 0)
+                rc = nbr_plan_add_send(b->plan, b->peer, TAG_SWAP, NBR_BUF_RECV,
+                                       slot->offset + mine_off, mine_len);
+            if (rc == NBR_SUCCESS && theirs_len > 0)
+                rc = nbr_plan_add_recv(b->plan, b->peer, TAG_SWAP, NBR_BUF_RECV,
+                                       slot->offset + theirs_off, theirs_len);
+        }
+    }
+    return rc;
+}
+
+/* For each remote sender (ascending) whose block is big: the landing
+ * exchange (phase 2) or the forwards and local copies (phase 3). */
+static int remote_blocks(builder_t *b, int phase)
+{
+    int rc = NBR_SUCCESS;
+    for (int s = 0; s < b->in->nranks && rc == NBR_SUCCESS; s++) {
+        int nd = b->bucket[s + 1] - b->bucket[s], mine = 0;
+        const int *d = b->receivers + b->bucket[s];
+        mine = count_of(d, nd, b->me);
+        if (mine == 0)
+            continue;
+        const nbr_slot_t *first = slot_from(b, s, 0);
+        if (!big(b, first->bytes))
+            continue;
+        int *l = b->scratch, nl = landing_set(b, d, nd, l), p = -1;
+        for (int q = 0; q < nl; q++)
+            if (l[q] == b->me)
+                p = q;
+        if (phase == 2) {
+            for (int q = 0; q < nl && p >= 0 && rc == NBR_SUCCESS; q++) {
+                if (q == p)
+                    continue;
+                size_t off, len, qoff, qlen;
+                piece(first->bytes, nl, p, &off, &len);
+                piece(first->bytes, nl, q, &qoff, &qlen);
+                if (len > 0)
+                    rc = nbr_plan_add_send(b->plan, l[q], TAG_EXCHANGE, NBR_BUF_RECV,
+                                           first->offset + off, len);
+                if (rc == NBR_SUCCESS && qlen > 0)
+                    rc = nbr_plan_add_recv(b->plan, l[q], TAG_EXCHANGE, NBR_BUF_RECV,
+                                           first->offset + qoff, qlen);
+            }
+            continue;
+        }
+        if (p >= 0) { /* a landing rank: forward to my package, copy to my other slots */
+            for (int i = 0; i < nd && rc == NBR_SUCCESS; i++)
+                if (d[i] != b->me && representative(b, d, nd, d[i]) == b->me)
+                    rc = nbr_plan_add_send(b->plan, d[i], TAG_FORWARD, NBR_BUF_RECV,
+                                           first->offset, first->bytes);
+            for (int k = 1; k < mine && rc == NBR_SUCCESS; k++)
+                rc = nbr_plan_add_copy(b->plan, NBR_BUF_RECV, slot_from(b, s, k)->offset,
+                                       NBR_BUF_RECV, first->offset, first->bytes);
+        } else { /* a forwarded receiver: every edge's slot from the landing rank */
+            int rep = representative(b, d, nd, b->me);
+            for (int k = 0; k < mine && rc == NBR_SUCCESS; k++) {
+                const nbr_slot_t *slot = slot_from(b, s, k);
+                rc = nbr_plan_add_recv(b->plan, rep, TAG_FORWARD, NBR_BUF_RECV, slot->offset,
+                                       slot->bytes);
+            }
+        }
+    }
+    return rc;
+}
+
+int nbr_build_leader(const nbr_plan_input_t *in, nbr_plan_t *plan)
+{
+    if (in->layout->coll == NBR_COLL_ALLTOALLV)
+        return nbr_build_naive(in, plan);
+    builder_t b = {.in = in, .loc = in->locality, .plan = plan, .me = in->rank};
+    b.my_node = node_of(&b, b.me);
+    b.peer = nbr_mutual_peer(b.loc, b.me);
+    int rc = index_node_receivers(&b);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_plan_begin_phase(plan);
+    if (rc == NBR_SUCCESS)
+        rc = phase1_receive(&b);
+    if (rc == NBR_SUCCESS)
+        rc = phase1_send(&b);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_add_self_copies(in, plan);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_plan_begin_phase(plan);
+    if (rc == NBR_SUCCESS)
+        rc = phase2_swaps(&b);
+    if (rc == NBR_SUCCESS)
+        rc = remote_blocks(&b, 2);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_plan_begin_phase(plan);
+    if (rc == NBR_SUCCESS)
+        rc = remote_blocks(&b, 3);
+    free(b.bucket);
+    free(b.receivers);
+    free(b.scratch);
+    return rc;
+}
