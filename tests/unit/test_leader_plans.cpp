@@ -154,7 +154,7 @@ TEST(LeaderPlans, VerifiedOnManyGraphsAndMachines)
     int graphs = 0;
     for (const Setup &setup : setups) {
         Machine m(setup.model, setup.nranks, setup.per_node);
-        int rounds = setup.nranks >= 128 ? 6 : 30;
+        int rounds = setup.nranks >= 128 ? 8 : 56;
         for (int i = 0; i < rounds; i++) {
             Graph g;
             uint64_t seed = 7919u * (uint64_t)i + (uint64_t)setup.nranks;
@@ -180,7 +180,7 @@ TEST(LeaderPlans, VerifiedOnManyGraphsAndMachines)
             graphs++;
         }
     }
-    EXPECT_GE(graphs, 250); // x 2 collectives = 500+ verified plans sets
+    EXPECT_GE(graphs, 500); // each verified for allgather and allgatherv
 }
 
 TEST(LeaderPlans, SmallBlocksGoDirect)
