@@ -21,6 +21,7 @@ typedef struct nbr_plan_input {
     const int *const *node_in_lists;
     const int *node_in_degrees;
     size_t leader_min_bytes; /* leader: blocks below this go the naive way */
+    int describe;            /* write the pattern into the plan's notes */
 } nbr_plan_input_t;
 
 typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan);

@@ -245,6 +245,7 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         .node_in_lists = (const int *const *)state->node_in_lists,
         .node_in_degrees = state->node_in_degrees,
         .leader_min_bytes = (size_t)state->config.leader_min_bytes,
+        .describe = state->config.dump_dir[0] != '\0',
     };
     rc = nbr_build_plan(algorithm, &input, &shared->plan);
     if (rc != NBR_SUCCESS) {

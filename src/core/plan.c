@@ -3,6 +3,7 @@
 #include "grow.h"
 
 #include <nbrcoll.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,7 @@ void nbr_plan_free(nbr_plan_t *plan)
     free(plan->ops);
     free(plan->phases);
     free(plan->phase_first_message);
+    free(plan->notes);
     memset(plan, 0, sizeof(*plan));
 }
 
@@ -243,6 +245,28 @@ int nbr_plan_seal(nbr_plan_t *plan, const int *node_of, const int *socket_of)
     return NBR_SUCCESS;
 }
 
+int nbr_plan_note(nbr_plan_t *plan, const char *fmt, ...)
+{
+    char line[512];
+    va_list args;
+    va_start(args, fmt);
+    int length = vsnprintf(line, sizeof line, fmt, args);
+    va_end(args);
+    if (length < 0)
+        return NBR_ERR_INTERNAL;
+    size_t need = plan->notes_length + strlen(line) + 2;
+    if (need > plan->notes_capacity) {
+        size_t capacity = need > 2 * plan->notes_capacity ? need : 2 * plan->notes_capacity;
+        char *grown = realloc(plan->notes, capacity);
+        if (!grown)
+            return NBR_ERR_NOMEM;
+        plan->notes = grown;
+        plan->notes_capacity = capacity;
+    }
+    plan->notes_length += (size_t)sprintf(plan->notes + plan->notes_length, "%s\n", line);
+    return NBR_SUCCESS;
+}
+
 void nbr_plan_print(const nbr_plan_t *plan, FILE *out)
 {
     static const char *kinds[] = {"recv", "send", "copy"};
@@ -257,6 +281,8 @@ void nbr_plan_print(const nbr_plan_t *plan, FILE *out)
             (unsigned long long)s->msgs_inter_node, (unsigned long long)s->bytes_inter_node,
             (unsigned long long)s->msgs_off_socket, (unsigned long long)s->bytes_off_socket,
             (unsigned long long)s->local_copies, (unsigned long long)s->bytes_local_copies);
+    if (plan->notes_length > 0)
+        fprintf(out, "%s", plan->notes);
     for (int p = 0; p < plan->num_phases; p++) {
         fprintf(out, "  phase %d\n", p);
         for (int i = 0; i < plan->phases[p].num_ops; i++) {

@@ -110,6 +110,8 @@ typedef struct nbr_plan {
     int phases_capacity;
     int max_phase_messages; /* most sends + receives in any phase */
     int *phase_first_message; /* num_phases + 1: prefix sums of messages */
+    char *notes;              /* the builder's account of its pattern, when asked */
+    size_t notes_length, notes_capacity;
     nbr_plan_stats_t stats;
 } nbr_plan_t;
 
@@ -132,7 +134,11 @@ int nbr_plan_add_copy(nbr_plan_t *plan, nbr_buffer_t dst_buf,
  * node / one socket. */
 int nbr_plan_seal(nbr_plan_t *plan, const int *node_of, const int *socket_of);
 
-/* Readable dump: header, stats, one line per op. */
+/* Appends a line to the plan's notes (what a builder decided and why: the
+ * paper's matrices for the leader plan); printed by nbr_plan_print. */
+int nbr_plan_note(nbr_plan_t *plan, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Readable dump: header, stats, notes, one line per op. */
 void nbr_plan_print(const nbr_plan_t *plan, FILE *out);
 
 const char *nbr_buffer_name(nbr_buffer_t buf);

@@ -143,6 +143,18 @@ static int split_with_peer(const builder_t *b, int s, int k)
     return count_of(b->in->node_in_lists[b->peer], b->in->node_in_degrees[b->peer], s) > k;
 }
 
+/* ------------------------------------------------------------ notes */
+
+/* "a b c" of ranks, for the plan's notes. */
+static const char *rank_list(const int *ranks, int n, char *text, size_t size)
+{
+    size_t used = 0;
+    text[0] = '\0';
+    for (int i = 0; i < n && used + 12 < size; i++)
+        used += (size_t)snprintf(text + used, size - used, i ? " %d" : "%d", ranks[i]);
+    return text;
+}
+
 /* ------------------------------------------------------------ set-up */
 
 static int compare_int(const void *x, const void *y)
@@ -201,9 +213,14 @@ static int phase1_receive(builder_t *b)
             rc = nbr_plan_add_recv(b->plan, s, TAG_DIRECT, NBR_BUF_RECV, slot->offset, slot->bytes);
         } else if (node_of(b, s) == b->my_node) {
             size_t off = 0, len = slot->bytes;
-            if (split_with_peer(b, s, k))
+            if (split_with_peer(b, s, k)) {
                 peer_part(b, s, b->me, b->peer, slot->bytes, &off, &len);
-            if (len > 0)
+                if (in->describe)
+                    rc = nbr_plan_note(b->plan, "  L_t in (Alg. 1): from %d: %zu of %zu B direct, "
+                                                "the rest from peer %d (PI_t)",
+                                       s, len, slot->bytes, b->peer);
+            }
+            if (rc == NBR_SUCCESS && len > 0)
                 rc = nbr_plan_add_recv(b->plan, s, TAG_DIRECT, NBR_BUF_RECV, slot->offset + off, len);
         } else if (k == 0) {
             const int *d = b->receivers + b->bucket[s];
@@ -250,7 +267,13 @@ static int phase1_send(builder_t *b)
             size_t off = 0, len = bytes;
             if (partner[j] >= 0)
                 peer_part(b, b->me, x, in->destinations[partner[j]], bytes, &off, &len);
-            if (len > 0)
+            if (in->describe)
+                rc = partner[j] >= 0
+                         ? nbr_plan_note(b->plan, "  L_t (Alg. 1): to %d: %zu of %zu B, the rest "
+                                                  "through its peer %d", x, len, bytes,
+                                         in->destinations[partner[j]])
+                         : nbr_plan_note(b->plan, "  L_t (Alg. 1): to %d: whole block", x);
+            if (rc == NBR_SUCCESS && len > 0)
                 rc = nbr_plan_add_send(b->plan, x, TAG_DIRECT, NBR_BUF_SEND, base + off, len);
         } else if (!done_node[node]) {
             /* the whole remote node at once, when its first edge comes up */
@@ -261,6 +284,13 @@ static int phase1_send(builder_t *b)
                     d[nd++] = in->destinations[jj];
             qsort(d, (size_t)nd, sizeof(int), compare_int);
             int nl = landing_set(b, d, nd, l);
+            if (in->describe) {
+                char landing_text[256], receiver_text[256];
+                rc = nbr_plan_note(b->plan, "  L_r (Alg. 2): node %d: %d piece(s) of the block to "
+                                            "landing ranks %s (receivers %s)", node, nl,
+                                   rank_list(l, nl, landing_text, sizeof landing_text),
+                                   rank_list(d, nd, receiver_text, sizeof receiver_text));
+            }
             for (int p = 0; p < nl && rc == NBR_SUCCESS; p++) {
                 size_t off, len;
                 piece(bytes, nl, p, &off, &len);
@@ -333,6 +363,26 @@ static int remote_blocks(builder_t *b, int phase)
         for (int q = 0; q < nl; q++)
             if (l[q] == b->me)
                 p = q;
+        if (b->in->describe && phase == 2 && p >= 0 && nl > 1) {
+            char text[256];
+            rc = nbr_plan_note(b->plan, "  RM (Alg. 3): block of %d: piece %d of %d, exchanged "
+                                        "with landing ranks %s", s, p, nl,
+                               rank_list(l, nl, text, sizeof text));
+        }
+        if (b->in->describe && phase == 3 && rc == NBR_SUCCESS) {
+            int rep = representative(b, d, nd, b->me), members[64], nm = 0;
+            char text[256];
+            for (int i = 0; i < nd && nm < 64; i++)
+                if (d[i] != b->me && representative(b, d, nd, d[i]) == b->me &&
+                    (nm == 0 || members[nm - 1] != d[i]))
+                    members[nm++] = d[i];
+            rc = p < 0 ? nbr_plan_note(b->plan, "  PEM (Alg. 4): block of %d: forwarded by "
+                                                "landing rank %d", s, rep)
+                 : nm > 0 ? nbr_plan_note(b->plan, "  PEM (Alg. 4): block of %d: landing here, "
+                                                   "forwarded to %s", s,
+                                          rank_list(members, nm, text, sizeof text))
+                          : NBR_SUCCESS;
+        }
         if (phase == 2) {
             for (int q = 0; q < nl && p >= 0 && rc == NBR_SUCCESS; q++) {
                 if (q == p)
@@ -377,6 +427,11 @@ int nbr_build_leader(const nbr_plan_input_t *in, nbr_plan_t *plan)
     b.my_node = node_of(&b, b.me);
     b.peer = nbr_mutual_peer(b.loc, b.me);
     int rc = index_node_receivers(&b);
+    if (rc == NBR_SUCCESS && in->describe)
+        rc = nbr_plan_note(plan, "  pattern: node %d, GPU %d, mutual peer %d, blocks from %zu B "
+                                 "take the leader route",
+                           b.my_node, b.loc && b.loc->gpu_of ? b.loc->gpu_of[b.me] : -1, b.peer,
+                           in->leader_min_bytes);
     if (rc == NBR_SUCCESS)
         rc = nbr_plan_begin_phase(plan);
     if (rc == NBR_SUCCESS)

@@ -18,3 +18,14 @@ for rank in 0 1 2 3; do
   (( $(grep -c "^    recv from" "$file") == 2 )) || { echo "wrong recv ops in $file"; exit 1; }
 done
 echo "plan dumps ok"
+
+# The leader plan carries its pattern (the paper's L_t, L_r, RM, PEM) in the dump.
+rm -rf "${dir:?}"/*
+NBR_DUMP_PLAN="$dir" NBR_TOPO_FILE="$(dirname "$0")/../../topo/frontier-mi250x.topo" \
+  NBR_LEADER_MIN_BYTES=0 mpirun --oversubscribe -np 16 -x NBR_DUMP_PLAN -x NBR_TOPO_FILE \
+  -x NBR_LEADER_MIN_BYTES "$bench" --pattern rsg --density 0.5 --ranks-per-node 8 \
+  --min-bytes 1Ki --max-bytes 1Ki --iters 1 --warmup 0 --algorithms leader >/dev/null
+for kind in "L_t (Alg. 1)" "L_r (Alg. 2)" "RM (Alg. 3)" "PEM (Alg. 4)" "pattern: node"; do
+  grep -q -F "$kind" "$dir"/nbrcoll-comm0-rank*.txt || { echo "no '$kind' line in the leader dumps"; exit 1; }
+done
+echo "leader plan dumps carry the pattern"
