@@ -150,7 +150,11 @@ TEST(LeaderPlans, VerifiedOnManyGraphsAndMachines)
                   {"frontier-mi250x.topo", 32, 8},  {"frontier-mi250x.topo", 128, 8},
                   {"mi250-4gpu.topo", 24, 8},       {"mi300x-8.topo", 16, 8},
                   {"dgx-h100-8.topo", 16, 8},       {"pcie-4gpu.topo", 12, 4},
-                  {"frontier-mi250x.topo", 24, 12}, {nullptr, 20, 5}};
+                  {"frontier-mi250x.topo", 24, 12}, {nullptr, 20, 5},
+                  // uneven nodes (8, 8, 4), and a last node of one rank whose
+                  // GCD's peer is missing from the communicator
+                  {"frontier-mi250x.topo", 20, 8},  {"frontier-mi250x.topo", 9, 8},
+                  {nullptr, 7, 1}};
     int graphs = 0;
     for (const Setup &setup : setups) {
         Machine m(setup.model, setup.nranks, setup.per_node);
