@@ -22,6 +22,9 @@ typedef struct nbr_plan_input {
     const int *node_in_degrees;
     size_t leader_min_bytes; /* leader: blocks below this go the naive way */
     int describe;            /* write the pattern into the plan's notes */
+    /* The algorithm's count-independent pattern, built once per
+     * communicator by its build_pattern (NULL: the builder makes one). */
+    const void *pattern;
 } nbr_plan_input_t;
 
 typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan);
@@ -38,6 +41,9 @@ typedef struct nbr_algorithm {
     const char *description;
     nbr_build_plan_fn build; /* fills a plan (not sealed) */
     int needs_node_in_lists; /* set-up gathers node_in_lists for it */
+    /* optional: the count-independent part, built once per communicator */
+    int (*build_pattern)(const nbr_plan_input_t *input, void **pattern);
+    void (*free_pattern)(void *pattern);
 } nbr_algorithm_t;
 
 const nbr_algorithm_t *nbr_algorithm_find(const char *name);
@@ -54,5 +60,7 @@ int nbr_add_self_copies(const nbr_plan_input_t *input, nbr_plan_t *plan);
 /* Builders (src/host, src/device). */
 int nbr_build_naive(const nbr_plan_input_t *input, nbr_plan_t *plan);
 int nbr_build_leader(const nbr_plan_input_t *input, nbr_plan_t *plan);
+int nbr_build_leader_pattern(const nbr_plan_input_t *input, void **pattern);
+void nbr_free_leader_pattern(void *pattern);
 
 #endif

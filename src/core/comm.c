@@ -72,6 +72,8 @@ void nbr_comm_release(nbr_comm_t *state)
     if (!state || --state->refs > 0)
         return;
     nbr_request_free_spare(state);
+    if (state->pattern && state->algorithm && state->algorithm->free_pattern)
+        state->algorithm->free_pattern(state->pattern);
     for (int c = 0; c < NBR_NUM_COLLECTIVES; c++)
         nbr_shared_plan_release(state->cache[c]);
     int finalized = 0;
@@ -107,6 +109,8 @@ static int read_neighbors(nbr_comm_t *state, MPI_Comm comm)
 out:
     return rc;
 }
+
+static int build_pattern(nbr_comm_t *state);
 
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
@@ -146,6 +150,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL;
     if (state->algorithm->needs_node_in_lists)
         NBR_CHECK(nbr_comm_ensure_node_lists(state));
+    NBR_CHECK(build_pattern(state));
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
     NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
              "in/out degree %d/%d", state->id, state->nranks, state->locality.num_nodes,
@@ -218,6 +223,31 @@ static void dump_plan(const nbr_comm_t *state, const nbr_plan_t *plan)
     fclose(file);
 }
 
+/* What a builder sees of this communicator (layout and pattern aside). */
+static nbr_plan_input_t plan_input(const nbr_comm_t *state)
+{
+    nbr_plan_input_t input = {
+        .rank = state->rank, .nranks = state->nranks,
+        .indegree = state->indegree, .outdegree = state->outdegree,
+        .sources = state->sources, .destinations = state->destinations,
+        .locality = &state->locality,
+        .node_in_lists = (const int *const *)state->node_in_lists,
+        .node_in_degrees = state->node_in_degrees,
+        .leader_min_bytes = (size_t)state->config.leader_min_bytes,
+        .describe = state->config.dump_dir[0] != '\0',
+    };
+    return input;
+}
+
+/* The communicator's algorithm builds its count-independent part once. */
+static int build_pattern(nbr_comm_t *state)
+{
+    if (!state->algorithm->build_pattern)
+        return NBR_SUCCESS;
+    nbr_plan_input_t input = plan_input(state);
+    return state->algorithm->build_pattern(&input, &state->pattern);
+}
+
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   const nbr_layout_t *layout, nbr_shared_plan_t **out_plan)
 {
@@ -237,16 +267,9 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         free(shared);
         return rc;
     }
-    nbr_plan_input_t input = {
-        .rank = state->rank, .nranks = state->nranks,
-        .indegree = state->indegree, .outdegree = state->outdegree,
-        .sources = state->sources, .destinations = state->destinations,
-        .locality = &state->locality, .layout = &shared->layout,
-        .node_in_lists = (const int *const *)state->node_in_lists,
-        .node_in_degrees = state->node_in_degrees,
-        .leader_min_bytes = (size_t)state->config.leader_min_bytes,
-        .describe = state->config.dump_dir[0] != '\0',
-    };
+    nbr_plan_input_t input = plan_input(state);
+    input.layout = &shared->layout;
+    input.pattern = algorithm == state->algorithm ? state->pattern : NULL;
     rc = nbr_build_plan(algorithm, &input, &shared->plan);
     if (rc != NBR_SUCCESS) {
         nbr_layout_free(&shared->layout);

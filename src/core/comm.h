@@ -36,6 +36,8 @@ typedef struct nbr_comm {
     /* In-lists of the ranks on this node (leader); NULL until needed. */
     int **node_in_lists;
     int *node_in_degrees;
+    /* The algorithm's count-independent pattern, built once at set-up. */
+    void *pattern;
     /* A finished non-persistent request kept for the next call, so that a
      * blocking call allocates nothing in the steady state. Holds no
      * reference on this state. */

@@ -33,12 +33,9 @@ enum { TAG_DIRECT = 0, TAG_SWAP = 1, TAG_EXCHANGE = 2, TAG_FORWARD = 3 };
 typedef struct builder {
     const nbr_plan_input_t *in;
     const nbr_locality_t *loc;
-    nbr_plan_t *plan;
-    int me, my_node, peer; /* peer: my mutual peer rank or -1 */
-    /* remote senders' receivers on my node: bucket[s] .. bucket[s+1] in
-     * receivers[] (ranks ascending, one entry per edge) */
-    int *bucket, *receivers;
-    int *scratch; /* nranks ints for local computations */
+    nbr_plan_t *plan;          /* NULL while building the pattern */
+    nbr_leader_pattern_t *pat; /* the communicator's, or one made for this plan */
+    int me, my_node, peer;     /* copies of the pattern's */
 } builder_t;
 
 static int node_of(const builder_t *b, int r) { return b->loc ? b->loc->node_of[r] : 0; }
@@ -163,39 +160,143 @@ static int compare_int(const void *x, const void *y)
     return a < c ? -1 : a > c;
 }
 
-/* For each remote sender, its receivers on my node (one entry per edge). */
-static int index_node_receivers(builder_t *b)
+/* Receiving side: for each remote sender, its receivers on my node (one
+ * entry per edge, ascending) and their landing ranks. */
+static int index_node_receivers(builder_t *b, nbr_leader_pattern_t *pat)
 {
-    int n = b->in->nranks, total = 0;
-    b->bucket = calloc((size_t)n + 1, sizeof(int));
-    b->scratch = malloc(((size_t)n + 1) * sizeof(int));
-    if (!b->bucket || !b->scratch)
+    int n = b->in->nranks, total = 0, landings = 0;
+    int *fill = malloc(((size_t)n + 1) * sizeof(int));
+    pat->bucket = calloc((size_t)n + 1, sizeof(int));
+    pat->landing_first = calloc((size_t)n + 1, sizeof(int));
+    if (!fill || !pat->bucket || !pat->landing_first) {
+        free(fill);
         return NBR_ERR_NOMEM;
-    if (!b->in->node_in_lists)
-        return NBR_ERR_INTERNAL; /* set-up did not gather them */
+    }
     for (int x = 0; x < n; x++)
         if (node_of(b, x) == b->my_node && b->in->node_in_lists[x])
             for (int i = 0; i < b->in->node_in_degrees[x]; i++) {
                 int s = b->in->node_in_lists[x][i];
                 if (node_of(b, s) != b->my_node) {
-                    b->bucket[s + 1]++;
+                    pat->bucket[s + 1]++;
                     total++;
                 }
             }
     for (int s = 0; s < n; s++)
-        b->bucket[s + 1] += b->bucket[s];
-    b->receivers = malloc(((size_t)total + 1) * sizeof(int));
-    if (!b->receivers)
+        pat->bucket[s + 1] += pat->bucket[s];
+    pat->receivers = malloc(((size_t)total + 1) * sizeof(int));
+    pat->landing = malloc(((size_t)total + 1) * sizeof(int)); /* landings <= receivers */
+    if (!pat->receivers || !pat->landing) {
+        free(fill);
         return NBR_ERR_NOMEM;
-    memcpy(b->scratch, b->bucket, (size_t)n * sizeof(int));
+    }
+    memcpy(fill, pat->bucket, (size_t)n * sizeof(int));
     for (int x = 0; x < n; x++) /* x ascending: buckets come out sorted */
         if (node_of(b, x) == b->my_node && b->in->node_in_lists[x])
             for (int i = 0; i < b->in->node_in_degrees[x]; i++) {
                 int s = b->in->node_in_lists[x][i];
                 if (node_of(b, s) != b->my_node)
-                    b->receivers[b->scratch[s]++] = x;
+                    pat->receivers[fill[s]++] = x;
             }
+    for (int s = 0; s < n; s++) {
+        pat->landing_first[s] = landings;
+        landings += landing_set(b, pat->receivers + pat->bucket[s],
+                                pat->bucket[s + 1] - pat->bucket[s], pat->landing + landings);
+    }
+    pat->landing_first[n] = landings;
+    free(fill);
     return NBR_SUCCESS;
+}
+
+/* Sending side: intra-node pairs (L_t) and each remote node's landing
+ * ranks, stored at the first out-edge to that node (L_r). */
+static int index_destinations(builder_t *b, nbr_leader_pattern_t *pat)
+{
+    const nbr_plan_input_t *in = b->in;
+    int rc = NBR_SUCCESS, deg = in->outdegree, total = 0;
+    double *load = malloc(((size_t)deg + 1) * sizeof(double));
+    int *d = malloc(((size_t)deg + 1) * sizeof(int));
+    int *seen_node = calloc((size_t)in->nranks + 1, sizeof(int));
+    pat->out_partner = malloc(((size_t)deg + 1) * sizeof(int));
+    pat->send_first = calloc((size_t)deg + 1, sizeof(int));
+    pat->send_landing = malloc(((size_t)deg + 1) * sizeof(int));
+    if (!load || !d || !seen_node || !pat->out_partner || !pat->send_first ||
+        !pat->send_landing) {
+        rc = NBR_ERR_NOMEM;
+        goto out;
+    }
+    rc = nbr_intra_out_loads(in, load, pat->out_partner);
+    for (int j = 0; j < deg && rc == NBR_SUCCESS; j++) {
+        int x = in->destinations[j], node = node_of(b, x);
+        pat->send_first[j] = total;
+        if (x == b->me || node == b->my_node || seen_node[node])
+            continue;
+        seen_node[node] = 1;
+        int nd = 0;
+        for (int jj = 0; jj < deg; jj++)
+            if (node_of(b, in->destinations[jj]) == node)
+                d[nd++] = in->destinations[jj];
+        qsort(d, (size_t)nd, sizeof(int), compare_int);
+        total += landing_set(b, d, nd, pat->send_landing + total);
+    }
+    pat->send_first[deg] = total;
+out:
+    free(load);
+    free(d);
+    free(seen_node);
+    return rc;
+}
+
+void nbr_leader_pattern_free(void *pattern)
+{
+    nbr_leader_pattern_t *pat = pattern;
+    if (!pat)
+        return;
+    free(pat->bucket);
+    free(pat->receivers);
+    free(pat->landing_first);
+    free(pat->landing);
+    free(pat->out_partner);
+    free(pat->send_first);
+    free(pat->send_landing);
+    free(pat);
+}
+
+int nbr_leader_pattern_build(const nbr_plan_input_t *in, nbr_leader_pattern_t **out)
+{
+    *out = NULL;
+    if (!in->node_in_lists)
+        return NBR_ERR_INTERNAL; /* set-up did not gather them */
+    nbr_leader_pattern_t *pat = calloc(1, sizeof(*pat));
+    if (!pat)
+        return NBR_ERR_NOMEM;
+    builder_t b = {.in = in, .loc = in->locality, .me = in->rank};
+    b.my_node = node_of(&b, b.me);
+    pat->rank = b.me;
+    pat->out_count = in->outdegree;
+    pat->node = b.my_node;
+    pat->peer = nbr_mutual_peer(b.loc, b.me);
+    int rc = index_node_receivers(&b, pat);
+    if (rc == NBR_SUCCESS)
+        rc = index_destinations(&b, pat);
+    if (rc != NBR_SUCCESS) {
+        nbr_leader_pattern_free(pat);
+        return rc;
+    }
+    *out = pat;
+    return NBR_SUCCESS;
+}
+
+int nbr_build_leader_pattern(const nbr_plan_input_t *input, void **pattern)
+{
+    nbr_leader_pattern_t *pat = NULL;
+    int rc = nbr_leader_pattern_build(input, &pat);
+    *pattern = pat;
+    return rc;
+}
+
+void nbr_free_leader_pattern(void *pattern)
+{
+    nbr_leader_pattern_free(pattern);
 }
 
 /* ------------------------------------------------------------ phase 1 */
@@ -223,10 +324,8 @@ static int phase1_receive(builder_t *b)
             if (rc == NBR_SUCCESS && len > 0)
                 rc = nbr_plan_add_recv(b->plan, s, TAG_DIRECT, NBR_BUF_RECV, slot->offset + off, len);
         } else if (k == 0) {
-            const int *d = b->receivers + b->bucket[s];
-            int nd = b->bucket[s + 1] - b->bucket[s];
-            int *l = b->scratch; /* landing ranks are distinct: nranks suffice */
-            int nl = landing_set(b, d, nd, l);
+            const int *l = b->pat->landing + b->pat->landing_first[s];
+            int nl = b->pat->landing_first[s + 1] - b->pat->landing_first[s];
             for (int p = 0; p < nl && rc == NBR_SUCCESS; p++)
                 if (l[p] == b->me) {
                     size_t off, len;
@@ -243,53 +342,38 @@ static int phase1_receive(builder_t *b)
 static int phase1_send(builder_t *b)
 {
     const nbr_plan_input_t *in = b->in;
+    const nbr_leader_pattern_t *pat = b->pat;
     size_t bytes = in->layout->send[0].bytes, base = in->layout->send[0].offset;
     int rc = NBR_SUCCESS;
     if (bytes == 0)
         return NBR_SUCCESS;
-    double *load = malloc(((size_t)in->outdegree + 1) * sizeof(double));
-    int *partner = malloc(((size_t)in->outdegree + 1) * sizeof(int));
-    int *d = malloc(((size_t)in->outdegree + 1) * sizeof(int));
-    int *l = malloc(((size_t)in->outdegree + 1) * sizeof(int));
-    int *done_node = calloc((size_t)in->nranks + 1, sizeof(int));
-    if (!load || !partner || !d || !l || !done_node) {
-        rc = NBR_ERR_NOMEM;
-        goto out;
-    }
-    rc = nbr_intra_out_loads(in, load, partner);
     for (int j = 0; j < in->outdegree && rc == NBR_SUCCESS; j++) {
-        int x = in->destinations[j], node = node_of(b, x);
+        int x = in->destinations[j], node = node_of(b, x), partner = pat->out_partner[j];
         if (x == b->me)
             continue;
         if (!big(b, bytes)) {
             rc = nbr_plan_add_send(b->plan, x, TAG_DIRECT, NBR_BUF_SEND, base, bytes);
         } else if (node == b->my_node) {
             size_t off = 0, len = bytes;
-            if (partner[j] >= 0)
-                peer_part(b, b->me, x, in->destinations[partner[j]], bytes, &off, &len);
+            if (partner >= 0)
+                peer_part(b, b->me, x, in->destinations[partner], bytes, &off, &len);
             if (in->describe)
-                rc = partner[j] >= 0
+                rc = partner >= 0
                          ? nbr_plan_note(b->plan, "  L_t (Alg. 1): to %d: %zu of %zu B, the rest "
                                                   "through its peer %d", x, len, bytes,
-                                         in->destinations[partner[j]])
+                                         in->destinations[partner])
                          : nbr_plan_note(b->plan, "  L_t (Alg. 1): to %d: whole block", x);
             if (rc == NBR_SUCCESS && len > 0)
                 rc = nbr_plan_add_send(b->plan, x, TAG_DIRECT, NBR_BUF_SEND, base + off, len);
-        } else if (!done_node[node]) {
-            /* the whole remote node at once, when its first edge comes up */
-            done_node[node] = 1;
-            int nd = 0;
-            for (int jj = 0; jj < in->outdegree; jj++)
-                if (node_of(b, in->destinations[jj]) == node)
-                    d[nd++] = in->destinations[jj];
-            qsort(d, (size_t)nd, sizeof(int), compare_int);
-            int nl = landing_set(b, d, nd, l);
-            if (in->describe) {
-                char landing_text[256], receiver_text[256];
+        } else {
+            /* the whole remote node at its first edge: pieces to its landing ranks */
+            const int *l = pat->send_landing + pat->send_first[j];
+            int nl = pat->send_first[j + 1] - pat->send_first[j];
+            if (in->describe && nl > 0) {
+                char landing_text[256];
                 rc = nbr_plan_note(b->plan, "  L_r (Alg. 2): node %d: %d piece(s) of the block to "
-                                            "landing ranks %s (receivers %s)", node, nl,
-                                   rank_list(l, nl, landing_text, sizeof landing_text),
-                                   rank_list(d, nd, receiver_text, sizeof receiver_text));
+                                            "landing ranks %s", node, nl,
+                                   rank_list(l, nl, landing_text, sizeof landing_text));
             }
             for (int p = 0; p < nl && rc == NBR_SUCCESS; p++) {
                 size_t off, len;
@@ -299,12 +383,6 @@ static int phase1_send(builder_t *b)
             }
         }
     }
-out:
-    free(load);
-    free(partner);
-    free(d);
-    free(l);
-    free(done_node);
     return rc;
 }
 
@@ -351,15 +429,16 @@ static int remote_blocks(builder_t *b, int phase)
 {
     int rc = NBR_SUCCESS;
     for (int s = 0; s < b->in->nranks && rc == NBR_SUCCESS; s++) {
-        int nd = b->bucket[s + 1] - b->bucket[s], mine = 0;
-        const int *d = b->receivers + b->bucket[s];
+        int nd = b->pat->bucket[s + 1] - b->pat->bucket[s], mine = 0;
+        const int *d = b->pat->receivers + b->pat->bucket[s];
         mine = count_of(d, nd, b->me);
         if (mine == 0)
             continue;
         const nbr_slot_t *first = slot_from(b, s, 0);
         if (!big(b, first->bytes))
             continue;
-        int *l = b->scratch, nl = landing_set(b, d, nd, l), p = -1;
+        const int *l = b->pat->landing + b->pat->landing_first[s];
+        int nl = b->pat->landing_first[s + 1] - b->pat->landing_first[s], p = -1;
         for (int q = 0; q < nl; q++)
             if (l[q] == b->me)
                 p = q;
@@ -423,11 +502,20 @@ int nbr_build_leader(const nbr_plan_input_t *in, nbr_plan_t *plan)
 {
     if (in->layout->coll == NBR_COLL_ALLTOALLV)
         return nbr_build_naive(in, plan);
-    builder_t b = {.in = in, .loc = in->locality, .plan = plan, .me = in->rank};
-    b.my_node = node_of(&b, b.me);
-    b.peer = nbr_mutual_peer(b.loc, b.me);
-    int rc = index_node_receivers(&b);
-    if (rc == NBR_SUCCESS && in->describe)
+    nbr_leader_pattern_t *own = NULL;
+    int rc = NBR_SUCCESS;
+    if (!in->pattern && (rc = nbr_leader_pattern_build(in, &own)) != NBR_SUCCESS)
+        return rc;
+    builder_t b = {.in = in, .loc = in->locality, .plan = plan,
+                   .pat = own ? own : (nbr_leader_pattern_t *)in->pattern};
+    if (b.pat->rank != in->rank || b.pat->out_count != in->outdegree) {
+        nbr_leader_pattern_free(own);
+        return NBR_ERR_INTERNAL; /* a pattern made for another rank or graph */
+    }
+    b.me = b.pat->rank;
+    b.my_node = b.pat->node;
+    b.peer = b.pat->peer;
+    if (in->describe)
         rc = nbr_plan_note(plan, "  pattern: node %d, GPU %d, mutual peer %d, blocks from %zu B "
                                  "take the leader route",
                            b.my_node, b.loc && b.loc->gpu_of ? b.loc->gpu_of[b.me] : -1, b.peer,
@@ -450,8 +538,6 @@ int nbr_build_leader(const nbr_plan_input_t *in, nbr_plan_t *plan)
         rc = nbr_plan_begin_phase(plan);
     if (rc == NBR_SUCCESS)
         rc = remote_blocks(&b, 3);
-    free(b.bucket);
-    free(b.receivers);
-    free(b.scratch);
+    nbr_leader_pattern_free(own);
     return rc;
 }

@@ -49,4 +49,31 @@ int nbr_intra_out_loads(const nbr_plan_input_t *input, double *load, int *partne
 int nbr_intra_in_loads(const nbr_plan_input_t *input, const int *peer_in, int num_peer_in,
                        double *load);
 
+/* Everything the leader plan needs that does not depend on counts, built
+ * once per communicator (nbr_comm_t keeps it) and reused by every plan:
+ * plans only cut byte ranges out of it. */
+typedef struct nbr_leader_pattern {
+    int rank, node;
+    int out_count; /* out-degree it was built for (a consistency check) */
+    int peer; /* mutual peer rank, or -1 */
+    /* Receiving side, per remote sender s (NI_r turned around): the ranks of
+     * my node that receive s's block, one entry per edge, ascending:
+     * receivers[bucket[s] .. bucket[s+1]). */
+    int *bucket, *receivers;
+    /* Their landing ranks, one per package, ascending (L_r at the receiving
+     * end; the partners of RM): landing[landing_first[s] .. [s+1]). */
+    int *landing_first, *landing;
+    /* Sending side, per out-edge j: the intra-node out-edge sharing j's
+     * block (L_t), or -1. */
+    int *out_partner;
+    /* Sending side, per out-edge j that is the first edge to its remote
+     * node: that node's landing ranks (L_r, Alg. 2),
+     * send_landing[send_first[j] .. send_first[j+1]); empty otherwise. */
+    int *send_first, *send_landing;
+} nbr_leader_pattern_t;
+
+/* Reads everything of input but the layout. */
+int nbr_leader_pattern_build(const nbr_plan_input_t *input, nbr_leader_pattern_t **pattern);
+void nbr_leader_pattern_free(void *pattern);
+
 #endif

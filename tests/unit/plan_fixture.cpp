@@ -108,6 +108,7 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
         input.node_in_lists = node_in_lists_.data();
         input.node_in_degrees = node_in_degrees_.data();
         input.leader_min_bytes = leader_min_bytes;
+        input.pattern = patterns.empty() ? nullptr : patterns[r];
         nbr_plan_free(&plans[r]);
         int rc = nbr_build_plan(algorithm, &input, &plans[r]);
         if (rc != NBR_SUCCESS) {

@@ -187,6 +187,48 @@ TEST(LeaderPlans, VerifiedOnManyGraphsAndMachines)
     EXPECT_GE(graphs, 500); // each verified for allgather and allgatherv
 }
 
+// One pattern per rank, built once (as a communicator does), serves plans
+// for layouts of every size and both collectives.
+TEST(LeaderPlans, OnePatternServesEveryLayout)
+{
+    Machine m("frontier-mi250x.topo", 32, 8);
+    Graph g;
+    ASSERT_EQ(nbr_graph_erdos_renyi(32, 0.5, 3, &g.g), NBR_SUCCESS);
+    std::vector<const int *> lists(32);
+    std::vector<int> degrees(32);
+    for (int r = 0; r < 32; r++) {
+        lists[r] = nbr_graph_in(&g.g, r);
+        degrees[r] = nbr_graph_indegree(&g.g, r);
+    }
+    std::vector<nbr_leader_pattern_t *> patterns(32);
+    for (int r = 0; r < 32; r++) {
+        nbr_plan_input_t in{};
+        in.rank = r;
+        in.nranks = 32;
+        in.indegree = degrees[r];
+        in.outdegree = nbr_graph_outdegree(&g.g, r);
+        in.sources = lists[r];
+        in.destinations = nbr_graph_out(&g.g, r);
+        in.locality = &m.loc;
+        in.node_in_lists = lists.data();
+        in.node_in_degrees = degrees.data();
+        ASSERT_EQ(nbr_leader_pattern_build(&in, &patterns[r]), NBR_SUCCESS);
+    }
+    for (size_t block : {8u, 36u, 1000u})
+        for (nbr_collective_t coll : {NBR_COLL_ALLGATHER, NBR_COLL_ALLGATHERV}) {
+            LayoutParams p;
+            p.coll = coll;
+            p.block = block;
+            p.unit = 4;
+            WholeJob job(&g.g, p, &m.loc);
+            job.patterns.assign(patterns.begin(), patterns.end());
+            ASSERT_EQ(job.build(leader()), NBR_SUCCESS) << job.message();
+            EXPECT_EQ(job.verify(), NBR_SUCCESS) << block << ": " << job.message();
+        }
+    for (auto *pattern : patterns)
+        nbr_leader_pattern_free(pattern);
+}
+
 TEST(LeaderPlans, SmallBlocksGoDirect)
 {
     Machine m("frontier-mi250x.topo", 16, 8);
