@@ -5,15 +5,20 @@
 #include "request.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-/* The attribute keyval: created on first use, freed at MPI_Finalize through
+/* The attribute keyval: created once (pthread_once: threads may set up
+ * different communicators at the same time), freed at MPI_Finalize through
  * an attribute on MPI_COMM_SELF (deleted first thing in MPI_Finalize). */
 static int state_keyval = MPI_KEYVAL_INVALID;
-static int next_comm_id = 0;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+static int keyval_status = NBR_SUCCESS;
+static atomic_int next_comm_id = 0;
 
 static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
 {
@@ -29,18 +34,23 @@ static int delete_keyval(MPI_Comm comm, int keyval, void *value, void *extra)
     return MPI_SUCCESS;
 }
 
-static int ensure_keyval(void)
+static void create_keyvals(void)
 {
     int rc = NBR_SUCCESS, finalizer = MPI_KEYVAL_INVALID;
-    if (state_keyval != MPI_KEYVAL_INVALID)
-        return NBR_SUCCESS;
     NBR_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state,
                                          &state_keyval, NULL));
     NBR_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_keyval,
                                          &finalizer, NULL));
     NBR_MPI_CHECK(MPI_Comm_set_attr(MPI_COMM_SELF, finalizer, NULL));
 out:
-    return rc;
+    keyval_status = rc;
+}
+
+static int ensure_keyval(void)
+{
+    if (pthread_once(&keyval_once, create_keyvals) != 0)
+        return NBR_ERR_INTERNAL;
+    return keyval_status;
 }
 
 int nbr_check_comm(MPI_Comm comm)
@@ -112,6 +122,14 @@ out:
 
 static int build_pattern(nbr_comm_t *state);
 
+/* Collective: every rank leaves with the smallest (worst) status. */
+static int agree(MPI_Comm comm, int local)
+{
+    int agreed = local;
+    int mrc = MPI_Allreduce(&local, &agreed, 1, MPI_INT, MPI_MIN, comm);
+    return mrc != MPI_SUCCESS ? nbr_mpi_failed("MPI_Allreduce", mrc) : agreed;
+}
+
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
     int rc = NBR_SUCCESS, topology = MPI_UNDEFINED, agreed = NBR_SUCCESS;
@@ -135,12 +153,14 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     state->comm = MPI_COMM_NULL;
     state->config = config;
     state->algorithm = nbr_algorithm_find(config.algorithm);
-    state->id = next_comm_id++;
+    state->id = atomic_fetch_add(&next_comm_id, 1);
     NBR_MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
     NBR_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN));
     NBR_MPI_CHECK(MPI_Comm_rank(comm, &state->rank));
     NBR_MPI_CHECK(MPI_Comm_size(comm, &state->nranks));
-    NBR_CHECK(read_neighbors(state, comm));
+    /* From here a step may fail on some ranks only: agree before any
+     * collective, so that no rank is left behind without state. */
+    NBR_CHECK(agree(comm, read_neighbors(state, comm)));
     nbr_locality_options_t where = {
         .ranks_per_node = config.ranks_per_node, .ranks_per_socket = config.ranks_per_socket,
         .topo_file = config.topo_file, .sysfs_root = config.sysfs_root,
@@ -150,7 +170,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL;
     if (state->algorithm->needs_node_in_lists)
         NBR_CHECK(nbr_comm_ensure_node_lists(state));
-    NBR_CHECK(build_pattern(state));
+    NBR_CHECK(agree(comm, build_pattern(state)));
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
     NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
              "in/out degree %d/%d", state->id, state->nranks, state->locality.num_nodes,
@@ -170,11 +190,10 @@ int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state)
         return NBR_ERR_COMM;
     /* Fast path first: a communicator carrying our state passed every check
      * at set-up, and its kind cannot change. */
-    if (state_keyval != MPI_KEYVAL_INVALID) {
-        NBR_MPI_CHECK(MPI_Comm_get_attr(comm, state_keyval, state, &found));
-        if (found)
-            return NBR_SUCCESS;
-    }
+    NBR_CHECK(ensure_keyval()); /* synchronises with its creation: cheap after */
+    NBR_MPI_CHECK(MPI_Comm_get_attr(comm, state_keyval, state, &found));
+    if (found)
+        return NBR_SUCCESS;
     NBR_CHECK(nbr_check_comm(comm));
     rc = setup(comm, info, state);
 out:

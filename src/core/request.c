@@ -80,6 +80,11 @@ static int stage(nbr_typed_buffer_t *buf)
     int rc = NBR_SUCCESS;
     if (buf->dense)
         return NBR_SUCCESS;
+    if (buf->staging_bytes > INT_MAX) {
+        NBR_ERROR("derived-datatype buffer of %zu bytes: over 2 GiB is not supported yet",
+                  buf->staging_bytes);
+        return NBR_ERR_UNSUPPORTED; /* MPI_Pack positions are ints */
+    }
     MPI_Datatype user_type = buf->type;
     buf->type = MPI_DATATYPE_NULL;
     NBR_MPI_CHECK(MPI_Type_dup(user_type, &buf->type));
@@ -248,20 +253,48 @@ void nbr_request_free_spare(nbr_comm_t *state)
         request_destroy(spare); /* holds no reference: comm is NULL */
 }
 
-static int prepare(const nbr_call_t *call, MPI_Info info, int persistent,
-                   nbr_comm_t *state, int tag_base, nbr_request_t req)
+/* The algorithm a request runs: the communicator's, or for a persistent
+ * request the one its info names. Persistent set-up is collective, so the
+ * choice is agreed on every rank (same status, same algorithm) before
+ * anything collective happens, and the node lists an algorithm needs are
+ * gathered by every rank or by none. */
+static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
+                            const nbr_algorithm_t **chosen)
 {
-    int rc = NBR_SUCCESS;
-    nbr_layout_t *layout = &req->layout;
     const nbr_algorithm_t *algorithm = state->algorithm;
+    int rc = NBR_SUCCESS;
     if (persistent && info != MPI_INFO_NULL) {
         char name[NBR_NAME_MAX];
         snprintf(name, sizeof name, "%s", algorithm->name);
-        NBR_CHECK(nbr_config_request_algorithm(info, name));
-        algorithm = nbr_algorithm_find(name);
+        rc = nbr_config_request_algorithm(info, name);
+        if (rc == NBR_SUCCESS)
+            algorithm = nbr_algorithm_find(name);
     }
-    if (algorithm->needs_node_in_lists)
-        NBR_CHECK(nbr_comm_ensure_node_lists(state));
+    if (persistent) {
+        int mine[2] = {rc, rc == NBR_SUCCESS ? (int)algorithm->id : 0}, low[2], high[2];
+        int mrc = MPI_Allreduce(mine, low, 2, MPI_INT, MPI_MIN, state->comm);
+        if (mrc == MPI_SUCCESS)
+            mrc = MPI_Allreduce(mine, high, 2, MPI_INT, MPI_MAX, state->comm);
+        if (mrc != MPI_SUCCESS)
+            return nbr_mpi_failed("MPI_Allreduce", mrc);
+        if (low[0] != NBR_SUCCESS)
+            return low[0];
+        if (low[1] != high[1]) {
+            NBR_ERROR("persistent request: ranks name different algorithms in nbr_algorithm");
+            return NBR_ERR_ALGORITHM;
+        }
+    }
+    if (algorithm->needs_node_in_lists && (rc = nbr_comm_ensure_node_lists(state)) != NBR_SUCCESS)
+        return rc;
+    *chosen = algorithm;
+    return NBR_SUCCESS;
+}
+
+static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
+                   nbr_comm_t *state, int tag_base, int persistent, nbr_request_t req)
+{
+    int rc = NBR_SUCCESS;
+    nbr_layout_t *layout = &req->layout;
     NBR_CHECK(check_call(call, state));
     req->send.user = (char *)call->sendbuf;
     req->recv.user = call->recvbuf;
@@ -303,21 +336,26 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     /* Every rank takes this call's tags before any check that may fail on
      * some ranks only: sequence numbers must stay equal everywhere. */
     int tag_base = nbr_comm_next_tag_base(state);
+    const nbr_algorithm_t *algorithm = NULL;
+    rc = choose_algorithm(info, persistent, state, &algorithm);
+    if (rc != NBR_SUCCESS)
+        return rc; /* agreed already for persistent requests */
     nbr_request_t req = NULL;
     if (!persistent && state->spare_request) {
         req = state->spare_request;
         state->spare_request = NULL;
-    } else {
-        req = calloc(1, sizeof(*req));
-        if (!req)
-            return NBR_ERR_NOMEM;
+    } else if ((req = calloc(1, sizeof(*req)))) {
         req->send.type = req->recv.type = MPI_DATATYPE_NULL;
         req->send.dense = req->recv.dense = 1;
     }
-    req->persistent = persistent;
-    req->comm = state;
-    nbr_comm_retain(state);
-    rc = prepare(call, info, persistent, state, tag_base, req);
+    if (req) {
+        req->persistent = persistent;
+        req->comm = state;
+        nbr_comm_retain(state);
+        rc = prepare(call, algorithm, state, tag_base, persistent, req);
+    } else {
+        rc = NBR_ERR_NOMEM; /* still agreed below: peers must not wait */
+    }
     if (persistent) {
         /* _init is collective: every rank returns the same status. */
         int agreed = rc;

@@ -703,6 +703,36 @@ TEST_F(Errors, AlltoallvReceiveCountTooSmall)
     free_comm(&comm);
 }
 
+// A persistent _init whose info names different algorithms on different
+// ranks (one unknown, or two valid but different ones): every rank gets
+// the same error and nothing hangs (leader gathers node lists collectively,
+// so the choice must be agreed first). The communicator stays usable.
+TEST_F(Errors, InitAgreesOnThePerRequestAlgorithm)
+{
+    const int me = world_rank();
+    MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
+    if (comm == MPI_COMM_NULL)
+        return;
+    const char *choices[2][2] = {{"leader", "bogus"}, {"leader", "naive"}};
+    for (auto &pair : choices) {
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "nbr_algorithm", me == 0 ? pair[0] : pair[1]);
+        int value = me, got[8] = {0};
+        nbr_request_t req = NBR_REQUEST_NULL;
+        int rc = nbr_neighbor_allgather_init(&value, 1, MPI_INT, got, 1, MPI_INT, comm, info, &req);
+        MPI_Info_free(&info);
+        EXPECT_EQ(rc, NBR_ERR_ALGORITHM) << pair[0] << " on rank 0, " << pair[1] << " elsewhere: "
+                                         << expect_text(rc, NBR_ERR_ALGORITHM);
+        EXPECT_EQ(req, NBR_REQUEST_NULL);
+        EXPECT_TRUE(all_ranks(rc == NBR_ERR_ALGORITHM)) << "every rank must agree";
+    }
+    int value = me, got[8] = {0};
+    EXPECT_EQ(nbr_neighbor_allgather(&value, 1, MPI_INT, got, 1, MPI_INT, comm), NBR_SUCCESS)
+        << "the communicator must stay usable";
+    free_comm(&comm);
+}
+
 // Starting a request that is already active is a state error; the running
 // operation completes normally.
 TEST_F(Errors, StartWhileActive)
