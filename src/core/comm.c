@@ -167,7 +167,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
         .forced_gpu = config.forced_gpu};
     NBR_CHECK(nbr_locality_detect(state->comm, &where, &state->locality));
     NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
-    state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL;
+    state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
     if (state->algorithm->needs_node_in_lists)
         NBR_CHECK(nbr_comm_ensure_node_lists(state));
     NBR_CHECK(agree(comm, build_pattern(state)));
@@ -217,9 +217,12 @@ int nbr_comm_ensure_node_lists(nbr_comm_t *state)
     return NBR_SUCCESS;
 }
 
-int nbr_comm_next_tag_base(nbr_comm_t *state)
+int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent)
 {
-    int window = (int)(state->sequence++ % (unsigned long long)state->tag_windows);
+    unsigned long long *sequence = persistent ? &state->persistent_sequence : &state->sequence;
+    int window = (int)((*sequence)++ % (unsigned long long)state->tag_windows);
+    if (persistent)
+        window += state->tag_windows;
     return NBR_TAG_FIRST_CALL + window * NBR_TAGS_PER_CALL;
 }
 

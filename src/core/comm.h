@@ -30,8 +30,9 @@ typedef struct nbr_comm {
     const nbr_algorithm_t *algorithm;
     nbr_locality_t locality;
     nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
-    unsigned long long sequence; /* collective calls so far: picks tags */
-    int tag_windows;
+    unsigned long long sequence;            /* nonblocking / blocking calls so far */
+    unsigned long long persistent_sequence; /* persistent requests made so far */
+    int tag_windows;                        /* per kind: half of the tag space each */
     nbr_counters_t counters;
     /* In-lists of the ranks on this node (leader); NULL until needed. */
     int **node_in_lists;
@@ -45,8 +46,13 @@ typedef struct nbr_comm {
 } nbr_comm_t;
 
 /* Tags: the engine uses [0, 2); each collective call takes a window of
- * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number, so up to
- * tag_windows operations may be in flight on one communicator at once. */
+ * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number. Blocking
+ * and nonblocking calls cycle through the lower half of the windows,
+ * persistent requests (which keep theirs for life) through the upper half,
+ * so a long-lived persistent request never shares a window with a later
+ * nonblocking call; up to tag_windows operations of each kind may be in
+ * flight at once. Every rank makes the same calls in the same order, so
+ * the sequence numbers agree without communication. */
 #define NBR_TAG_ENGINE 0
 #define NBR_TAG_FIRST_CALL 8
 #define NBR_TAGS_PER_CALL 64
@@ -59,8 +65,8 @@ int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state);
 void nbr_comm_retain(nbr_comm_t *state);
 void nbr_comm_release(nbr_comm_t *state);
 
-/* Tag base for the next collective call (advances the sequence). */
-int nbr_comm_next_tag_base(nbr_comm_t *state);
+/* Tag base for the next collective call (advances its kind's sequence). */
+int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent);
 
 /* The plan for this layout with this algorithm: the cached one when the
  * layout matches, else a new one (cached when algorithm is the

@@ -335,7 +335,7 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
         return rc;
     /* Every rank takes this call's tags before any check that may fail on
      * some ranks only: sequence numbers must stay equal everywhere. */
-    int tag_base = nbr_comm_next_tag_base(state);
+    int tag_base = nbr_comm_next_tag_base(state, persistent);
     const nbr_algorithm_t *algorithm = NULL;
     rc = choose_algorithm(info, persistent, state, &algorithm);
     if (rc != NBR_SUCCESS)
