@@ -21,6 +21,7 @@ extern "C" {
 #include <utility>
 #include <vector>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -629,18 +630,51 @@ TEST(KfdProbe, LinkFromTheWrongNodeIsMalformed)
 }
 
 // GPUs a device cgroup hides (amdkfd answers EPERM) are left out, like the
-// ROCm thunk does. Root reads any file, so this needs an ordinary user.
+// ROCm thunk does. Root reads any file, so as root the probe runs in a child
+// that has dropped to the unprivileged user nobody (65534).
 TEST(KfdProbe, UnreadableGpuNodeIsLeftOut)
 {
-    if (geteuid() == 0)
-        GTEST_SKIP() << "root ignores file permissions";
     TreeCopy tree;
+    fs::permissions(tree.root, fs::perms::owner_all | fs::perms::group_read |
+                                   fs::perms::group_exec | fs::perms::others_read |
+                                   fs::perms::others_exec);
     fs::permissions(tree.node(11) / "properties", fs::perms::none);
-    Model x;
-    ASSERT_EQ(tree.probe(x), NBR_SUCCESS) << x.message;
-    EXPECT_EQ(x.m.num_gpus, 7);
-    EXPECT_EQ(nbr_model_peer(&x.m, 6), -1) << "GCD 7 was GCD 6's peer";
-    EXPECT_EQ(nbr_model_peer(&x.m, 0), 1);
+    auto check = [&tree]() -> std::string {
+        Model x;
+        if (tree.probe(x) != NBR_SUCCESS)
+            return std::string("probe failed: ") + x.message;
+        if (x.m.num_gpus != 7)
+            return "expected 7 GPUs, got " + std::to_string(x.m.num_gpus);
+        if (nbr_model_peer(&x.m, 6) != -1)
+            return "GCD 7 was GCD 6's peer: GCD 6 must have none";
+        if (nbr_model_peer(&x.m, 0) != 1)
+            return "GCDs 0 and 1 must stay peers";
+        return "";
+    };
+    if (geteuid() != 0) {
+        EXPECT_EQ(check(), "");
+        return;
+    }
+    int pipe_fds[2];
+    ASSERT_EQ(pipe(pipe_fds), 0);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) { /* no gtest in here: report through the pipe and exit */
+        close(pipe_fds[0]);
+        std::string why = setgid(65534) != 0 || setuid(65534) != 0 ? "cannot become nobody"
+                                                                   : check();
+        if (write(pipe_fds[1], why.data(), why.size()) < 0)
+            _exit(2);
+        _exit(why.empty() ? 0 : 1);
+    }
+    close(pipe_fds[1]);
+    char buffer[512];
+    ssize_t got = read(pipe_fds[0], buffer, sizeof buffer);
+    close(pipe_fds[0]);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "as nobody: " << std::string(buffer, got > 0 ? (size_t)got : 0);
 }
 
 // A GPU's NUMA domain is the CPU node of its lightest CPU link.
