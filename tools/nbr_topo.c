@@ -12,6 +12,8 @@
  *   nbr_topo --sysfs-root D   read the KFD tree under D (a fake tree)
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
+#include "core/config.h"
+#include "topo/locality.h"
 #include "topo/probe.h"
 #include "topo/topology.h"
 
@@ -67,17 +69,15 @@ static int parse(int argc, char **argv, options_t *o)
     return o->file && o->check ? -1 : 0;
 }
 
-/* The map a job of `ranks` ranks on one node gets: the library's rule. */
-static void print_rank_map(const nbr_node_model_t *model, int ranks)
+/* The map a job of `ranks` ranks on one node gets: the library's rules. */
+static void print_rank_map(const nbr_node_model_t *model, int ranks, int forced_gpu)
 {
-    const char *forced = getenv("NBR_GPU");
-    int gpu_forced = forced && *forced ? atoi(forced) : -1;
     printf("\nrank -> GPU / socket map for %d ranks on this node (GPU: %s)\n", ranks,
-           gpu_forced >= 0 ? "NBR_GPU" : "local rank modulo GPU count");
+           forced_gpu >= 0 ? "NBR_GPU" : "local rank modulo GPU count");
     printf("%6s %6s %6s %8s %8s %6s\n", "rank", "socket", "GPU", "package", "role", "NUMA");
     for (int r = 0; r < ranks; r++) {
-        int gpu = gpu_forced >= 0 ? gpu_forced : model->num_gpus > 0 ? r % model->num_gpus : -1;
-        int socket = (int)((long)r * model->num_sockets / ranks);
+        int gpu = nbr_local_gpu(model, r, forced_gpu);
+        int socket = nbr_block_socket(r, ranks, model->num_sockets);
         if (gpu >= model->num_gpus) {
             printf("%6d: NBR_GPU=%d but the node has %d GPUs\n", r, gpu, model->num_gpus);
             continue;
@@ -120,8 +120,14 @@ int main(int argc, char **argv)
         return 1;
     }
     nbr_model_print(&model, stdout);
-    if (o.ranks > 0)
-        print_rank_map(&model, o.ranks);
+    if (o.ranks > 0) {
+        nbr_config_t config; /* NBR_GPU read and checked the way the library does */
+        if (nbr_config_load(MPI_INFO_NULL, &config) != NBR_SUCCESS) {
+            nbr_model_free(&model);
+            return 1;
+        }
+        print_rank_map(&model, o.ranks, config.forced_gpu);
+    }
     if (o.dump) {
         FILE *out = strcmp(o.dump, "-") ? fopen(o.dump, "w") : stdout;
         if (!out || nbr_model_write(&model, out) != NBR_SUCCESS) {

@@ -36,13 +36,6 @@ static int is_weight_sentinel(const int *weights)
     return weights == MPI_UNWEIGHTED || weights == MPI_WEIGHTS_EMPTY;
 }
 
-/* Collective: every rank leaves with the smallest (worst) status. */
-static int agree(MPI_Comm comm, int local)
-{
-    int agreed = local;
-    int mrc = MPI_Allreduce(&local, &agreed, 1, MPI_INT, MPI_MIN, comm);
-    return mrc != MPI_SUCCESS ? nbr_mpi_failed("MPI_Allreduce", mrc) : agreed;
-}
 
 /* After MPI made the communicator: set nbrcoll up on it, or undo it. */
 static int finish_create(MPI_Info info, MPI_Comm *comm_dist_graph)
@@ -76,7 +69,7 @@ int nbr_dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
         local = NBR_ERR_ARG;
     if (local == NBR_SUCCESS)
         local = nbr_config_load(info, &config);
-    NBR_CHECK(agree(comm_old, local));
+    NBR_CHECK(nbr_agree(comm_old, local));
     NBR_MPI_CHECK(MPI_Dist_graph_create_adjacent(
         comm_old, indegree, nonnull(sources),
         is_weight_sentinel(sourceweights) ? sourceweights : nonnull(sourceweights),
@@ -154,7 +147,7 @@ int nbr_dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
                               discover.nranks, &discover, &src, &dst);
     if (local == NBR_SUCCESS)
         local = nbr_config_load(info, &config);
-    NBR_CHECK(agree(comm_old, local));
+    NBR_CHECK(nbr_agree(comm_old, local));
     /* MPI: weights are MPI_UNWEIGHTED on all ranks or on none. */
     int weighted = weights != MPI_UNWEIGHTED, any_weighted = 0;
     NBR_MPI_CHECK(MPI_Allreduce(&weighted, &any_weighted, 1, MPI_INT, MPI_MAX, comm_old));

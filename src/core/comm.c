@@ -122,17 +122,10 @@ out:
 
 static int build_pattern(nbr_comm_t *state);
 
-/* Collective: every rank leaves with the smallest (worst) status. */
-static int agree(MPI_Comm comm, int local)
-{
-    int agreed = local;
-    int mrc = MPI_Allreduce(&local, &agreed, 1, MPI_INT, MPI_MIN, comm);
-    return mrc != MPI_SUCCESS ? nbr_mpi_failed("MPI_Allreduce", mrc) : agreed;
-}
 
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
-    int rc = NBR_SUCCESS, topology = MPI_UNDEFINED, agreed = NBR_SUCCESS;
+    int rc = NBR_SUCCESS, topology = MPI_UNDEFINED;
     int flag = 0, *tag_ub = NULL;
     nbr_comm_t *state = NULL;
     nbr_config_t config;
@@ -141,10 +134,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
         return NBR_ERR_TOPOLOGY; /* the same on every rank: no agreement needed */
     /* Configuration may differ between ranks (per-rank info): agree first so
      * that every rank returns the same error and nobody is left waiting. */
-    int local = nbr_config_load(info, &config);
-    NBR_MPI_CHECK(MPI_Allreduce(&local, &agreed, 1, MPI_INT, MPI_MIN, comm));
-    if (agreed != NBR_SUCCESS)
-        return agreed;
+    NBR_CHECK(nbr_agree(comm, nbr_config_load(info, &config)));
     NBR_CHECK(ensure_keyval());
     state = calloc(1, sizeof(*state));
     if (!state)
@@ -160,7 +150,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     NBR_MPI_CHECK(MPI_Comm_size(comm, &state->nranks));
     /* From here a step may fail on some ranks only: agree before any
      * collective, so that no rank is left behind without state. */
-    NBR_CHECK(agree(comm, read_neighbors(state, comm)));
+    NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
     nbr_locality_options_t where = {
         .ranks_per_node = config.ranks_per_node, .ranks_per_socket = config.ranks_per_socket,
         .topo_file = config.topo_file, .sysfs_root = config.sysfs_root,
@@ -170,7 +160,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
     if (state->algorithm->needs_node_in_lists)
         NBR_CHECK(nbr_comm_ensure_node_lists(state));
-    NBR_CHECK(agree(comm, build_pattern(state)));
+    NBR_CHECK(nbr_agree(comm, build_pattern(state)));
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
     NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
              "in/out degree %d/%d", state->id, state->nranks, state->locality.num_nodes,

@@ -56,6 +56,13 @@ int nbr_mpi_failed(const char *call, int mpi_code)
     return NBR_ERR_MPI;
 }
 
+int nbr_agree(MPI_Comm comm, int local)
+{
+    int agreed = local;
+    int mrc = MPI_Allreduce(&local, &agreed, 1, MPI_INT, MPI_MIN, comm);
+    return mrc != MPI_SUCCESS ? nbr_mpi_failed("MPI_Allreduce", mrc) : agreed;
+}
+
 const char *nbr_error_string(int status)
 {
     switch (status) {

@@ -3,6 +3,8 @@
 #ifndef NBR_LOG_H
 #define NBR_LOG_H
 
+#include <mpi.h>
+
 typedef enum nbr_log_level {
     NBR_LOG_ERROR = 0,
     NBR_LOG_WARN = 1,
@@ -21,6 +23,11 @@ void nbr_log(nbr_log_level_t level, const char *fmt, ...)
 
 /* Logs an MPI failure with MPI's own error string; returns NBR_ERR_MPI. */
 int nbr_mpi_failed(const char *call, int mpi_code);
+
+/* Collective over comm: every rank returns the smallest (worst) of the
+ * local statuses, so an error seen by one rank becomes everyone's before the
+ * next collective step instead of a hang. */
+int nbr_agree(MPI_Comm comm, int local);
 
 /* Evaluates an MPI call; on failure logs it and jumps to `out` with rc set. */
 #define NBR_MPI_CHECK(call)                                                    \

@@ -271,15 +271,15 @@ static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
             algorithm = nbr_algorithm_find(name);
     }
     if (persistent) {
-        int mine[2] = {rc, rc == NBR_SUCCESS ? (int)algorithm->id : 0}, low[2], high[2];
-        int mrc = MPI_Allreduce(mine, low, 2, MPI_INT, MPI_MIN, state->comm);
-        if (mrc == MPI_SUCCESS)
-            mrc = MPI_Allreduce(mine, high, 2, MPI_INT, MPI_MAX, state->comm);
+        /* one MIN over (status, id, -id): equal ids everywhere iff min id == -min(-id) */
+        int mine[3] = {rc, rc == NBR_SUCCESS ? (int)algorithm->id : 0,
+                       rc == NBR_SUCCESS ? -(int)algorithm->id : 0}, low[3];
+        int mrc = MPI_Allreduce(mine, low, 3, MPI_INT, MPI_MIN, state->comm);
         if (mrc != MPI_SUCCESS)
             return nbr_mpi_failed("MPI_Allreduce", mrc);
         if (low[0] != NBR_SUCCESS)
             return low[0];
-        if (low[1] != high[1]) {
+        if (low[1] != -low[2]) {
             NBR_ERROR("persistent request: ranks name different algorithms in nbr_algorithm");
             return NBR_ERR_ALGORITHM;
         }
@@ -356,12 +356,8 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     } else {
         rc = NBR_ERR_NOMEM; /* still agreed below: peers must not wait */
     }
-    if (persistent) {
-        /* _init is collective: every rank returns the same status. */
-        int agreed = rc;
-        int mrc = MPI_Allreduce(&rc, &agreed, 1, MPI_INT, MPI_MIN, state->comm);
-        rc = mrc != MPI_SUCCESS ? nbr_mpi_failed("MPI_Allreduce", mrc) : agreed;
-    }
+    if (persistent)
+        rc = nbr_agree(state->comm, rc); /* _init is collective: one status for all */
     if (rc != NBR_SUCCESS) {
         request_destroy(req);
         return rc;

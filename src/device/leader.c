@@ -116,28 +116,12 @@ static int big(const builder_t *b, size_t bytes)
     return bytes > 0 && bytes >= b->in->leader_min_bytes;
 }
 
-static int occurrence(const int *list, int index)
-{
-    int k = 0;
-    for (int i = 0; i < index; i++)
-        k += list[i] == list[index];
-    return k;
-}
-
-static int count_of(const int *list, int n, int value)
-{
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        k += list[i] == value;
-    return k;
-}
-
 /* Is my k-th in-edge from s (same node) split with my peer? */
 static int split_with_peer(const builder_t *b, int s, int k)
 {
     if (b->peer < 0 || s == b->peer || s == b->me || !b->in->node_in_lists)
         return 0;
-    return count_of(b->in->node_in_lists[b->peer], b->in->node_in_degrees[b->peer], s) > k;
+    return nbr_list_count(b->in->node_in_lists[b->peer], b->in->node_in_degrees[b->peer], s) > k;
 }
 
 /* ------------------------------------------------------------ notes */
@@ -306,7 +290,7 @@ static int phase1_receive(builder_t *b)
     const nbr_plan_input_t *in = b->in;
     int rc = NBR_SUCCESS;
     for (int i = 0; i < in->indegree && rc == NBR_SUCCESS; i++) {
-        int s = in->sources[i], k = occurrence(in->sources, i);
+        int s = in->sources[i], k = nbr_list_occurrence(in->sources, i);
         const nbr_slot_t *slot = &in->layout->recv[i];
         if (s == b->me || slot->bytes == 0)
             continue;
@@ -391,10 +375,8 @@ static int phase1_send(builder_t *b)
 /* Slot of my k-th in-edge from s. */
 static const nbr_slot_t *slot_from(const builder_t *b, int s, int k)
 {
-    for (int i = 0; i < b->in->indegree; i++)
-        if (b->in->sources[i] == s && k-- == 0)
-            return &b->in->layout->recv[i];
-    return NULL;
+    int i = nbr_list_find_kth(b->in->sources, b->in->indegree, s, k);
+    return i >= 0 ? &b->in->layout->recv[i] : NULL;
 }
 
 /* Peer swaps, ordered by (sender, occurrence): the same order on both ends. */
@@ -404,7 +386,7 @@ static int phase2_swaps(builder_t *b)
     for (int s = 0; s < b->in->nranks && rc == NBR_SUCCESS; s++) {
         if (s == b->me || node_of(b, s) != b->my_node)
             continue;
-        int edges = count_of(b->in->sources, b->in->indegree, s);
+        int edges = nbr_list_count(b->in->sources, b->in->indegree, s);
         for (int k = 0; k < edges && rc == NBR_SUCCESS; k++) {
             const nbr_slot_t *slot = slot_from(b, s, k);
             if (!big(b, slot->bytes) || !split_with_peer(b, s, k))
@@ -431,7 +413,7 @@ static int remote_blocks(builder_t *b, int phase)
     for (int s = 0; s < b->in->nranks && rc == NBR_SUCCESS; s++) {
         int nd = b->pat->bucket[s + 1] - b->pat->bucket[s], mine = 0;
         const int *d = b->pat->receivers + b->pat->bucket[s];
-        mine = count_of(d, nd, b->me);
+        mine = nbr_list_count(d, nd, b->me);
         if (mine == 0)
             continue;
         const nbr_slot_t *first = slot_from(b, s, 0);

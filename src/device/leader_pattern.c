@@ -94,8 +94,7 @@ double nbr_pair_share(const nbr_locality_t *locality, int from, int x, int y)
     return share;
 }
 
-/* Occurrence of value at list[index] among list[0 .. index]. */
-static int occurrence(const int *list, int index)
+int nbr_list_occurrence(const int *list, int index)
 {
     int k = 0;
     for (int i = 0; i < index; i++)
@@ -103,13 +102,20 @@ static int occurrence(const int *list, int index)
     return k;
 }
 
-/* Position of the k-th occurrence of value in list, or -1. */
-static int find_kth(const int *list, int n, int value, int k)
+int nbr_list_find_kth(const int *list, int n, int value, int k)
 {
     for (int i = 0; i < n; i++)
         if (list[i] == value && k-- == 0)
             return i;
     return -1;
+}
+
+int nbr_list_count(const int *list, int n, int value)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += list[i] == value;
+    return k;
 }
 
 static int has_gpus(const nbr_plan_input_t *in)
@@ -134,7 +140,7 @@ int nbr_intra_out_loads(const nbr_plan_input_t *in, double *load, int *partner)
         int y = nbr_mutual_peer(loc, x);
         if (y < 0 || y == in->rank)
             continue; /* my own peer receives from me directly: nothing to offload */
-        int k = find_kth(in->destinations, in->outdegree, y, occurrence(in->destinations, j));
+        int k = nbr_list_find_kth(in->destinations, in->outdegree, y, nbr_list_occurrence(in->destinations, j));
         if (k < 0)
             continue;
         partner[j] = k;
@@ -161,7 +167,7 @@ int nbr_intra_in_loads(const nbr_plan_input_t *in, const int *peer_in, int num_p
         if (s == in->rank || s == peer || loc->node_of[s] != loc->node_of[in->rank])
             continue;
         /* paired iff the sender also has a matching edge to my peer */
-        if (find_kth(peer_in, num_peer_in, s, occurrence(in->sources, i)) < 0)
+        if (nbr_list_find_kth(peer_in, num_peer_in, s, nbr_list_occurrence(in->sources, i)) < 0)
             continue;
         split_block(loc, s, in->rank, peer, &load[i]);
     }

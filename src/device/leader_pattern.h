@@ -16,6 +16,12 @@
 
 #include "../core/algorithm.h"
 
+/* Repeated edges: the k-th edge to a rank pairs with the k-th edge from it,
+ * so neighbor lists are read by occurrence. */
+int nbr_list_occurrence(const int *list, int index); /* k of list[index] */
+int nbr_list_find_kth(const int *list, int n, int value, int k); /* position or -1 */
+int nbr_list_count(const int *list, int n, int value);
+
 /* Positions in the MPI neighbor lists, split by node. */
 typedef struct nbr_edge_split {
     int num_in_intra, num_in_inter, num_out_intra, num_out_inter;

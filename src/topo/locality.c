@@ -165,6 +165,18 @@ out:
     return rc;
 }
 
+int nbr_local_gpu(const nbr_node_model_t *model, int local_rank, int forced_gpu)
+{
+    if (forced_gpu >= 0)
+        return forced_gpu;
+    return model->num_gpus > 0 ? local_rank % model->num_gpus : -1;
+}
+
+int nbr_block_socket(int local_rank, int local_size, int num_sockets)
+{
+    return local_size > 0 ? (int)((long)local_rank * num_sockets / local_size) : 0;
+}
+
 enum { FACT_SOCKET, FACT_NUMA, FACT_GPU, FACT_PACKAGE, FACT_LEADER, NUM_FACTS };
 
 /* This rank's place on its node. */
@@ -172,8 +184,7 @@ static int my_facts(const nbr_locality_options_t *options, const nbr_node_model_
                     int local_rank, int local_size, int *facts)
 {
     int num_gpus = model->num_gpus;
-    int gpu = options->forced_gpu >= 0 ? options->forced_gpu
-              : num_gpus > 0 ? local_rank % num_gpus : -1;
+    int gpu = nbr_local_gpu(model, local_rank, options->forced_gpu);
     if (gpu >= num_gpus) {
         NBR_ERROR("NBR_GPU=%d but the node has %d GPUs", gpu, num_gpus);
         return NBR_ERR_INFO;
@@ -184,8 +195,7 @@ static int my_facts(const nbr_locality_options_t *options, const nbr_node_model_
     if (options->ranks_per_socket > 0) {
         socket = local_rank / options->ranks_per_socket;
     } else if (from_file) {
-        /* a modelled machine: ranks fill its sockets in blocks */
-        socket = (int)((long)local_rank * model->num_sockets / local_size);
+        socket = nbr_block_socket(local_rank, local_size, model->num_sockets); /* a modelled machine */
     } else if (nbr_host_place(&host) == NBR_SUCCESS) {
         socket = host.socket >= 0 ? host.socket : 0;
         if (numa < 0)
@@ -203,7 +213,7 @@ int nbr_locality_detect(MPI_Comm comm, const nbr_locality_options_t *options,
                         nbr_locality_t *locality)
 {
     int rc = NBR_SUCCESS, nranks = 0, rank = 0, node_key = 0, local_rank = 0, local_size = 0;
-    int facts[NUM_FACTS] = {0}, agreed = 0;
+    int facts[NUM_FACTS] = {0};
     int *keys = NULL, *all_facts = NULL, *local_socket = NULL;
     MPI_Comm node_comm = MPI_COMM_NULL;
     nbr_node_model_t model = {0};
@@ -224,12 +234,7 @@ int nbr_locality_detect(MPI_Comm comm, const nbr_locality_options_t *options,
     int local_rc = share_node_model(node_comm, options, &model);
     if (local_rc == NBR_SUCCESS)
         local_rc = my_facts(options, &model, local_rank, local_size, facts);
-    /* Every rank leaves with the same status. */
-    NBR_MPI_CHECK(MPI_Allreduce(&local_rc, &agreed, 1, MPI_INT, MPI_MIN, comm));
-    if (agreed != NBR_SUCCESS) {
-        rc = agreed;
-        goto out;
-    }
+    NBR_CHECK(nbr_agree(comm, local_rc)); /* every rank leaves with the same status */
     keys = malloc((size_t)nranks * sizeof(int));
     local_socket = malloc((size_t)nranks * sizeof(int));
     all_facts = malloc((size_t)nranks * NUM_FACTS * sizeof(int));

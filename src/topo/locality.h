@@ -33,6 +33,13 @@ int nbr_locality_from_keys(int nranks, const int *node_key, const int *local_soc
 int nbr_locality_virtual(int nranks, int ranks_per_node, int ranks_per_socket,
                          nbr_locality_t *locality);
 
+/* The placement rules for one node, shared by nbr_locality_detect and the
+ * nbr_topo tool: a rank's GPU is forced_gpu when >= 0, else its local rank
+ * modulo the node's GPUs (-1 without GPUs); without a better source, ranks
+ * fill the node's sockets in consecutive blocks. */
+int nbr_local_gpu(const nbr_node_model_t *model, int local_rank, int forced_gpu);
+int nbr_block_socket(int local_rank, int local_size, int num_sockets);
+
 /* How nbr_locality_detect finds things out. */
 typedef struct nbr_locality_options {
     int ranks_per_node;     /* > 0: virtual nodes */

@@ -23,6 +23,19 @@ Machine::Machine(const char *model_file, int nranks, int ranks_per_node)
 
 Machine::~Machine() { nbr_locality_free(&loc); }
 
+nbr_plan_input_t input_for(const nbr_graph_t *graph, const nbr_locality_t *locality, int r)
+{
+    nbr_plan_input_t input = {};
+    input.rank = r;
+    input.nranks = graph->nranks;
+    input.indegree = nbr_graph_indegree(graph, r);
+    input.outdegree = nbr_graph_outdegree(graph, r);
+    input.sources = nbr_graph_in(graph, r);
+    input.destinations = nbr_graph_out(graph, r);
+    input.locality = locality;
+    return input;
+}
+
 size_t edge_bytes(const LayoutParams &p, int s, int d, int k)
 {
     uint64_t state = p.seed * 1000003u + (uint64_t)s * 7919u + (uint64_t)d * 104729u + (uint64_t)k;
@@ -96,14 +109,7 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
         node_in_degrees_[r] = nbr_graph_indegree(graph_, r);
     }
     for (int r = 0; r < graph_->nranks; r++) {
-        nbr_plan_input_t input = {};
-        input.rank = r;
-        input.nranks = graph_->nranks;
-        input.indegree = nbr_graph_indegree(graph_, r);
-        input.outdegree = nbr_graph_outdegree(graph_, r);
-        input.sources = nbr_graph_in(graph_, r);
-        input.destinations = nbr_graph_out(graph_, r);
-        input.locality = locality_;
+        nbr_plan_input_t input = input_for(graph_, locality_, r);
         input.layout = &layouts[r];
         input.node_in_lists = node_in_lists_.data();
         input.node_in_degrees = node_in_degrees_.data();

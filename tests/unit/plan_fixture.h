@@ -32,6 +32,9 @@ struct Machine {
     Machine &operator=(const Machine &) = delete;
 };
 
+// What a builder sees of rank r of a whole graph (no layout, no node lists).
+nbr_plan_input_t input_for(const nbr_graph_t *graph, const nbr_locality_t *locality, int r);
+
 // Size of the k-th s -> d edge's block in the v-forms (0 allowed).
 size_t edge_bytes(const LayoutParams &p, int s, int d, int k);
 

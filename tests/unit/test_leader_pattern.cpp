@@ -14,18 +14,6 @@ extern "C" {
 namespace {
 
 
-nbr_plan_input_t input_of(const nbr_graph_t *g, const nbr_locality_t *loc, int r)
-{
-    nbr_plan_input_t in{};
-    in.rank = r;
-    in.nranks = g->nranks;
-    in.indegree = nbr_graph_indegree(g, r);
-    in.outdegree = nbr_graph_outdegree(g, r);
-    in.sources = nbr_graph_in(g, r);
-    in.destinations = nbr_graph_out(g, r);
-    in.locality = loc;
-    return in;
-}
 
 TEST(LeaderPattern, Fig2HalvesToTwoPeersWithoutLinks)
 {
@@ -35,7 +23,7 @@ TEST(LeaderPattern, Fig2HalvesToTwoPeersWithoutLinks)
     const int src[] = {6, 6}, dst[] = {4, 5};
     nbr_graph_t g{};
     ASSERT_EQ(nbr_graph_from_edges(8, 2, src, dst, &g), NBR_SUCCESS);
-    nbr_plan_input_t in6 = input_of(&g, &m.loc, 6);
+    nbr_plan_input_t in6 = input_for(&g, &m.loc, 6);
     double load[2];
     int partner[2];
     ASSERT_EQ(nbr_intra_out_loads(&in6, load, partner), NBR_SUCCESS);
@@ -44,7 +32,7 @@ TEST(LeaderPattern, Fig2HalvesToTwoPeersWithoutLinks)
     EXPECT_EQ(partner[0], 1);
     EXPECT_EQ(partner[1], 0);
     // receiving side: GCD 4 gets half from 6, the rest from its peer 5
-    nbr_plan_input_t in4 = input_of(&g, &m.loc, 4);
+    nbr_plan_input_t in4 = input_for(&g, &m.loc, 4);
     double in_load[1];
     ASSERT_EQ(nbr_intra_in_loads(&in4, nbr_graph_in(&g, 5), nbr_graph_indegree(&g, 5), in_load),
               NBR_SUCCESS);
@@ -60,14 +48,14 @@ TEST(LeaderPattern, Fig3WholeBlockToTheLinkedPeer)
     const int src[] = {1, 1}, dst[] = {2, 3};
     nbr_graph_t g{};
     ASSERT_EQ(nbr_graph_from_edges(8, 2, src, dst, &g), NBR_SUCCESS);
-    nbr_plan_input_t in1 = input_of(&g, &m.loc, 1);
+    nbr_plan_input_t in1 = input_for(&g, &m.loc, 1);
     double load[2];
     int partner[2];
     ASSERT_EQ(nbr_intra_out_loads(&in1, load, partner), NBR_SUCCESS);
     EXPECT_DOUBLE_EQ(load[0], 0.0) << "G2: no link";
     EXPECT_DOUBLE_EQ(load[1], 1.0) << "G3: the only link";
     double in_load[1];
-    nbr_plan_input_t in2 = input_of(&g, &m.loc, 2);
+    nbr_plan_input_t in2 = input_for(&g, &m.loc, 2);
     ASSERT_EQ(nbr_intra_in_loads(&in2, nbr_graph_in(&g, 3), nbr_graph_indegree(&g, 3), in_load),
               NBR_SUCCESS);
     EXPECT_DOUBLE_EQ(in_load[0], 0.0) << "G2 gets everything through G3";
@@ -80,7 +68,7 @@ TEST(LeaderPattern, SplitByNode)
     const int src[] = {0, 0, 9, 3}, dst[] = {1, 12, 0, 0};
     nbr_graph_t g{};
     ASSERT_EQ(nbr_graph_from_edges(16, 4, src, dst, &g), NBR_SUCCESS);
-    nbr_plan_input_t in0 = input_of(&g, &m.loc, 0);
+    nbr_plan_input_t in0 = input_for(&g, &m.loc, 0);
     nbr_edge_split_t split;
     ASSERT_EQ(nbr_split_edges(&in0, &split), NBR_SUCCESS);
     EXPECT_EQ(split.num_out_intra, 1); // 0 -> 1
@@ -102,7 +90,7 @@ TEST(LeaderPattern, SendersAndReceiversAgreeOnEveryShare)
             ASSERT_EQ(nbr_graph_random_multi(16, 12, seed, &g), NBR_SUCCESS);
             std::vector<std::vector<double>> out(16), in(16);
             for (int r = 0; r < 16; r++) {
-                nbr_plan_input_t x = input_of(&g, &m.loc, r);
+                nbr_plan_input_t x = input_for(&g, &m.loc, r);
                 std::vector<int> partner(x.outdegree + 1);
                 out[r].resize(x.outdegree + 1);
                 in[r].resize(x.indegree + 1);

@@ -202,14 +202,7 @@ TEST(LeaderPlans, OnePatternServesEveryLayout)
     }
     std::vector<nbr_leader_pattern_t *> patterns(32);
     for (int r = 0; r < 32; r++) {
-        nbr_plan_input_t in{};
-        in.rank = r;
-        in.nranks = 32;
-        in.indegree = degrees[r];
-        in.outdegree = nbr_graph_outdegree(&g.g, r);
-        in.sources = lists[r];
-        in.destinations = nbr_graph_out(&g.g, r);
-        in.locality = &m.loc;
+        nbr_plan_input_t in = input_for(&g.g, &m.loc, r);
         in.node_in_lists = lists.data();
         in.node_in_degrees = degrees.data();
         ASSERT_EQ(nbr_leader_pattern_build(&in, &patterns[r]), NBR_SUCCESS);
