@@ -29,6 +29,17 @@
  *                          NBR_LOG              error|warn|info|debug
  *                          NBR_DUMP_PLAN        directory: write every plan
  *                                               built, one file per rank
+ *                          NBR_DEVICE           auto|hip|cuda|emulate|off:
+ *                                               the device runtime (auto: a
+ *                                               GPU if one is found)
+ *   nbr_memory           / NBR_MEMORY           auto|host|device: what the
+ *                                               buffers are (auto asks the
+ *                                               runtime per buffer; host
+ *                                               turns the device layer off)
+ *                          NBR_GPU_AWARE_MPI    0|1: MPI takes device
+ *                                               pointers (default: ask MPI)
+ *   nbr_staging_chunk    / NBR_STAGING_CHUNK    bytes per chunk of staged
+ *                                               inter-node messages (1 MiB)
  *
  * Thread safety: calls on different communicators may run concurrently from
  * different threads (with MPI_THREAD_MULTIPLE); calls on one communicator
@@ -43,6 +54,7 @@
 #define NBRCOLL_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -78,11 +90,24 @@ typedef enum nbr_status {
     NBR_ERR_COMM = -13,         /* MPI_COMM_NULL or an intercommunicator */
     NBR_ERR_UNSUPPORTED = -14,  /* valid, but not supported by this build */
     NBR_ERR_INTERNAL = -15,     /* a library invariant failed: a bug */
-    NBR_ERR_IO = -16            /* a file could not be read or written */
+    NBR_ERR_IO = -16,           /* a file could not be read or written */
+    NBR_ERR_DEVICE = -17        /* a GPU runtime call failed (logged with its text) */
 } nbr_status_t;
 
 /* Static description of a status; never NULL. */
 NBR_API const char *nbr_error_string(int status);
+
+/* ------------------------------------------------------------- memory */
+
+/* Device memory that nbrcoll can share between the ranks of a node (IPC),
+ * from the backend in use (NBR_DEVICE): hipMalloc / cudaMalloc, or a
+ * shared-memory segment under NBR_DEVICE=emulate. Buffers from anywhere
+ * work with every call; these are the ones intra-node copies can always
+ * read directly. bytes == 0 gives *ptr = NULL. NBR_ERR_UNSUPPORTED when
+ * no device is in use. */
+NBR_API int nbr_mem_alloc(void **ptr, size_t bytes);
+/* Frees memory from nbr_mem_alloc; NULL is a no-op. */
+NBR_API int nbr_mem_free(void *ptr);
 
 /* ----------------------------------------------------- communicators */
 
@@ -226,6 +251,10 @@ typedef struct nbr_counters {
     uint64_t bytes_off_socket;    /*   (inter-node ones included) */
     uint64_t local_copies;        /* copies inside this rank's memory */
     uint64_t bytes_local_copies;
+    /* device layer (all 0 when it is off): */
+    uint64_t bytes_ipc_pulled;    /* received by copying from a node peer's memory */
+    uint64_t bytes_staged;        /* sent or received through pinned host staging */
+    uint64_t copy_batches;        /* batched copy launches (one kernel each) */
 } nbr_counters_t;
 
 NBR_API int nbr_get_counters(MPI_Comm comm, nbr_counters_t *counters);

@@ -90,6 +90,7 @@ void nbr_comm_release(nbr_comm_t *state)
     MPI_Finalized(&finalized);
     if (!finalized && state->comm != MPI_COMM_NULL)
         MPI_Comm_free(&state->comm);
+    nbr_device_ctx_free(state->device);
     nbr_locality_free(&state->locality);
     nbr_node_lists_t lists = {.nranks = state->nranks, .lists = state->node_in_lists,
                               .degrees = state->node_in_degrees};
@@ -156,6 +157,8 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
         .topo_file = config.topo_file, .sysfs_root = config.sysfs_root,
         .forced_gpu = config.forced_gpu};
     NBR_CHECK(nbr_locality_detect(state->comm, &where, &state->locality));
+    NBR_CHECK(nbr_device_ctx_create(state->comm, state->id, &config, &state->locality,
+                                    &state->device));
     NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
     if (state->algorithm->needs_node_in_lists)

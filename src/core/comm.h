@@ -7,6 +7,7 @@
 #include "config.h"
 #include "plan.h"
 #include "../topo/locality.h"
+#include "../device/context.h"
 
 #include <mpi.h>
 #include <nbrcoll.h>
@@ -29,6 +30,7 @@ typedef struct nbr_comm {
     nbr_config_t config;
     const nbr_algorithm_t *algorithm;
     nbr_locality_t locality;
+    nbr_device_ctx_t *device; /* NULL: host buffers only (device layer off) */
     nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
     unsigned long long sequence;            /* nonblocking / blocking calls so far */
     unsigned long long persistent_sequence; /* persistent requests made so far */

@@ -83,6 +83,7 @@ const char *nbr_error_string(int status)
     case NBR_ERR_UNSUPPORTED: return "not supported by this build";
     case NBR_ERR_INTERNAL: return "internal error (a bug in nbrcoll)";
     case NBR_ERR_IO: return "file could not be read or written";
+    case NBR_ERR_DEVICE: return "a GPU runtime call failed";
     default: return "unknown nbrcoll status";
     }
 }

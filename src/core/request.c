@@ -1,6 +1,7 @@
 #include "request.h"
 
 #include "log.h"
+#include "../device/backend.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -211,8 +212,13 @@ static void request_reset(nbr_request_t req)
     typed_buffer_free(&req->recv);
     req->send.type = req->recv.type = MPI_DATATYPE_NULL;
     req->send.dense = req->recv.dense = 1;
-    free(req->scratch);
+    if (req->scratch_on_device)
+        req->comm->device->backend->mem_free(req->scratch);
+    else
+        free(req->scratch);
     req->scratch = NULL;
+    req->scratch_on_device = 0;
+    req->on_device = 0;
     nbr_shared_plan_release(req->plan);
     req->plan = NULL;
 }
@@ -224,6 +230,7 @@ static void request_destroy(nbr_request_t req)
     nbr_comm_t *state = req->comm;
     request_reset(req);
     nbr_exec_free(&req->exec);
+    nbr_dev_exec_free(&req->dev_exec);
     nbr_layout_free(&req->layout);
     free(req);
     if (state)
@@ -290,6 +297,67 @@ static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
     return NBR_SUCCESS;
 }
 
+/* ---------------------------------------------------------- executors */
+
+static int bind_host(nbr_request_t req, nbr_comm_t *state, int tag_base, int persistent)
+{
+    size_t scratch = req->plan->plan.scratch_bytes;
+    if (scratch > 0 && !(req->scratch = malloc(scratch)))
+        return NBR_ERR_NOMEM;
+    char *base[NBR_NUM_BUFFERS] = {plan_base(&req->send), plan_base(&req->recv),
+                                   req->scratch};
+    return nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm, tag_base,
+                         persistent);
+}
+
+/* What a user buffer is, by nbr_memory or by asking the runtime. */
+static int memory_kind(const nbr_device_ctx_t *ctx, const nbr_typed_buffer_t *buf,
+                       nbr_mem_kind_t *kind)
+{
+    int device = -1;
+    *kind = NBR_MEM_HOST;
+    if (!buf->user)
+        return NBR_SUCCESS;
+    int rc = ctx->memory == NBR_MEMORY_DEVICE
+                 ? (*kind = NBR_MEM_DEVICE, NBR_SUCCESS)
+                 : ctx->backend->pointer_kind(buf->user, kind, &device);
+    if (rc == NBR_SUCCESS && *kind != NBR_MEM_HOST && !buf->dense) {
+        NBR_ERROR("derived datatypes with gaps are supported on host buffers only; this "
+                  "one is %s memory", nbr_mem_kind_name(*kind));
+        rc = NBR_ERR_UNSUPPORTED; /* MPI_Pack cannot read device memory */
+    }
+    return rc;
+}
+
+/* Device layer on: scratch lives on the device when a user buffer does. */
+static int bind_device(nbr_request_t req, nbr_comm_t *state, int tag_base)
+{
+    int rc = NBR_SUCCESS;
+    nbr_device_ctx_t *ctx = state->device;
+    nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS] = {{plan_base(&req->send), NBR_MEM_HOST},
+                                                 {plan_base(&req->recv), NBR_MEM_HOST},
+                                                 {NULL, NBR_MEM_HOST}};
+    NBR_CHECK(memory_kind(ctx, &req->send, &buffers[NBR_BUF_SEND].kind));
+    NBR_CHECK(memory_kind(ctx, &req->recv, &buffers[NBR_BUF_RECV].kind));
+    size_t scratch = req->plan->plan.scratch_bytes;
+    if (scratch > 0) {
+        if (buffers[NBR_BUF_SEND].kind == NBR_MEM_DEVICE ||
+            buffers[NBR_BUF_RECV].kind == NBR_MEM_DEVICE) {
+            NBR_CHECK(ctx->backend->mem_alloc((void **)&req->scratch, scratch));
+            req->scratch_on_device = 1;
+            buffers[NBR_BUF_SCRATCH].kind = NBR_MEM_DEVICE;
+        } else if (!(req->scratch = malloc(scratch))) {
+            return NBR_ERR_NOMEM;
+        }
+    }
+    buffers[NBR_BUF_SCRATCH].base = req->scratch;
+    req->on_device = 1;
+    rc = nbr_dev_exec_init(&req->dev_exec, ctx, &req->plan->plan, buffers, state->comm,
+                           tag_base);
+out:
+    return rc;
+}
+
 static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
                    nbr_comm_t *state, int tag_base, int persistent, nbr_request_t req)
 {
@@ -304,17 +372,10 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
     NBR_CHECK(stage(&req->send));
     NBR_CHECK(stage(&req->recv));
     NBR_CHECK(nbr_comm_plan(state, algorithm, layout, &req->plan));
-    if (req->plan->plan.scratch_bytes > 0) {
-        req->scratch = malloc(req->plan->plan.scratch_bytes);
-        if (!req->scratch) {
-            rc = NBR_ERR_NOMEM;
-            goto out;
-        }
-    }
-    char *base[NBR_NUM_BUFFERS] = {plan_base(&req->send), plan_base(&req->recv),
-                                   req->scratch};
-    rc = nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm, tag_base,
-                       persistent);
+    if (state->device)
+        rc = bind_device(req, state, tag_base);
+    else
+        rc = bind_host(req, state, tag_base, persistent);
     if (rc != NBR_SUCCESS) {
         nbr_shared_plan_release(req->plan);
         req->plan = NULL;
@@ -371,14 +432,19 @@ int nbr_start(nbr_request_t *request)
     if (!request || !*request)
         return NBR_ERR_REQUEST;
     nbr_request_t req = *request;
-    if (req->exec.active)
+    if (req->running)
         return NBR_ERR_REQUEST;
     int rc = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
     if (rc != NBR_SUCCESS)
         return rc;
+    req->running = 1;
+    if (req->on_device)
+        return nbr_dev_exec_start(&req->dev_exec);
     rc = nbr_exec_start(&req->exec);
     if (rc != NBR_SUCCESS && req->exec.active)
         nbr_exec_wait(&req->exec); /* part was posted and peers wait for the rest */
+    if (rc != NBR_SUCCESS)
+        req->running = 0;
     return rc;
 }
 
@@ -386,10 +452,17 @@ int nbr_start(nbr_request_t *request)
 static int complete(nbr_request_t *request, int rc)
 {
     nbr_request_t req = *request;
+    req->running = 0;
     int unpack_rc = transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
     if (rc == NBR_SUCCESS)
         rc = unpack_rc;
     nbr_comm_count(req->comm, &req->plan->plan);
+    if (req->on_device) {
+        nbr_counters_t *c = &req->comm->counters;
+        c->bytes_ipc_pulled += req->dev_exec.bytes_ipc_pulled;
+        c->bytes_staged += req->dev_exec.bytes_staged;
+        c->copy_batches += req->dev_exec.copy_batches;
+    }
     if (!req->persistent) {
         request_retire(req);
         *request = NBR_REQUEST_NULL;
@@ -401,21 +474,25 @@ int nbr_wait(nbr_request_t *request)
 {
     if (!request || !*request)
         return NBR_ERR_REQUEST;
-    if (!(*request)->exec.active)
+    nbr_request_t req = *request;
+    if (!req->running)
         return NBR_SUCCESS; /* an inactive persistent request, as in MPI */
-    return complete(request, nbr_exec_wait(&(*request)->exec));
+    return complete(request, req->on_device ? nbr_dev_exec_wait(&req->dev_exec)
+                                            : nbr_exec_wait(&req->exec));
 }
 
 int nbr_test(nbr_request_t *request, int *flag)
 {
     if (!request || !*request || !flag)
         return NBR_ERR_REQUEST;
+    nbr_request_t req = *request;
     *flag = 0;
-    if (!(*request)->exec.active) {
+    if (!req->running) {
         *flag = 1;
         return NBR_SUCCESS;
     }
-    int rc = nbr_exec_test(&(*request)->exec, flag);
+    int rc = req->on_device ? nbr_dev_exec_test(&req->dev_exec, flag)
+                            : nbr_exec_test(&req->exec, flag);
     if (!*flag)
         return rc;
     return complete(request, rc);
@@ -425,7 +502,7 @@ int nbr_request_free(nbr_request_t *request)
 {
     if (!request || !*request)
         return NBR_ERR_REQUEST;
-    if ((*request)->exec.active)
+    if ((*request)->running)
         return NBR_ERR_REQUEST;
     request_retire(*request);
     *request = NBR_REQUEST_NULL;

@@ -5,6 +5,7 @@
 
 #include "comm.h"
 #include "../host/executor.h"
+#include "../device/device_executor.h"
 
 /* A user buffer as the plan sees it. Dense datatypes (no gaps: size ==
  * extent == true extent) are used in place; others are packed into (send)
@@ -43,11 +44,15 @@ typedef struct nbr_call {
 struct nbr_request {
     nbr_comm_t *comm;
     nbr_shared_plan_t *plan;
-    nbr_exec_t exec;
+    nbr_exec_t exec;         /* host buffers, device layer off */
+    nbr_dev_exec_t dev_exec; /* device layer on */
+    int on_device;
+    int running;             /* started, not completed yet */
     int persistent;
     nbr_layout_t layout; /* this call's; kept (with its memory) on reuse */
     nbr_typed_buffer_t send, recv;
     char *scratch;
+    int scratch_on_device;
 };
 
 /* Validates the call, builds or finds its plan and prepares a request

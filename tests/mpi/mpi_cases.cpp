@@ -1,4 +1,5 @@
 #include "mpi_cases.h"
+#include "test_memory.h"
 
 #include <sched.h>
 
@@ -713,7 +714,29 @@ struct CaseRunner::Impl {
     std::vector<uint8_t> sbuf, ref, tst;
     const void *sp = nullptr;
     uint8_t *rref = nullptr, *rtst = nullptr;
+    // device mirrors handed to nbrcoll (NBR_TEST_MEMORY)
+    uint8_t *dsend = nullptr, *drecv = nullptr;
 };
+
+namespace {
+
+bool dense(const TypeDesc *t)
+{
+    return t->size == t->extent;
+}
+
+// Whether nbrcoll gets device memory for one buffer of this case.
+bool on_device(const Case &c, int me, int which, const TypeDesc *t)
+{
+    switch (test_memory()) {
+    case TestMemory::Host: return false;
+    case TestMemory::Device: return dense(t);
+    case TestMemory::Mixed: return dense(t) && (mix(c.seed, static_cast<uint64_t>(me), which, c.bytes) & 1);
+    }
+    return false;
+}
+
+}  // namespace
 
 CaseRunner::CaseRunner(MPI_Comm comm, const Case &c, const std::string &ctx) : impl_(new Impl)
 {
@@ -730,17 +753,39 @@ CaseRunner::CaseRunner(MPI_Comm comm, const Case &c, const std::string &ctx) : i
     m.sp = m.p.null_bufs ? nullptr : ptr_or_null(m.sbuf);
     m.rref = m.p.null_bufs ? nullptr : m.ref.data() + kGuard;
     m.rtst = m.p.null_bufs ? nullptr : m.tst.data() + kGuard;
+    if (!m.p.null_bufs && m.p.sbytes > 0 && on_device(c, m.p.me, 1, m.p.st)) {
+        m.dsend = static_cast<uint8_t *>(device_alloc(m.p.sbytes));
+        if (m.dsend)
+            m.sp = m.dsend;
+    }
+    if (!m.p.null_bufs && on_device(c, m.p.me, 2, m.p.rt)) {
+        m.drecv = static_cast<uint8_t *>(device_alloc(m.tst.size()));
+        if (m.drecv)
+            m.rtst = m.drecv + kGuard;
+    }
 }
 
-CaseRunner::~CaseRunner() { delete impl_; }
+CaseRunner::~CaseRunner()
+{
+    if (impl_->dsend)
+        device_free(impl_->dsend);
+    if (impl_->drecv)
+        device_free(impl_->drecv);
+    delete impl_;
+}
 
 const std::string &CaseRunner::where() const { return impl_->where; }
 
 void CaseRunner::prepare(int run)
 {
-    fill_send(impl_->p, run, impl_->sbuf);
-    fill_sentinel(impl_->ref, run);
-    fill_sentinel(impl_->tst, run);
+    Impl &m = *impl_;
+    fill_send(m.p, run, m.sbuf);
+    fill_sentinel(m.ref, run);
+    fill_sentinel(m.tst, run);
+    if (m.dsend)
+        device_copy(m.dsend, m.sbuf.data(), m.sbuf.size());
+    if (m.drecv)
+        device_copy(m.drecv, m.tst.data(), m.tst.size());
 }
 
 void CaseRunner::reference()
@@ -849,6 +894,8 @@ bool CaseRunner::check(int run)
     Impl &m = *impl_;
     if (m.p.null_bufs)
         return true;
+    if (m.drecv)
+        device_copy(m.tst.data(), m.drecv, m.tst.size());
     check_result(m.p, m.ref, run, "MPI_Neighbor_* (reference)", m.where);
     if (!check_result(m.p, m.tst, run, "nbrcoll", m.where))
         return false;

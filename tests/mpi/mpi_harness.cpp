@@ -1,4 +1,7 @@
 #include "mpi_harness.h"
+#include "test_memory.h"
+
+#include <cstring>
 
 #include <cstdio>
 #include <cstdlib>
@@ -135,6 +138,7 @@ void MpiTest::TearDown()
 
 int run_main(int argc, char **argv, bool errors_return)
 {
+    constexpr int kSkipped = 77;
     MPI_Init(&argc, &argv);
     if (errors_return) {
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -142,6 +146,20 @@ int run_main(int argc, char **argv, bool errors_return)
     }
     ::testing::InitGoogleTest(&argc, argv);
     const int rank = world_rank();
+
+    // --require-gpu: the suite is meant for a real GPU; without one every
+    // rank exits with 77, which ctest reports as skipped (with the reason).
+    bool require_gpu = false;
+    for (int i = 1; i < argc; ++i)
+        require_gpu = require_gpu || std::strcmp(argv[i], "--require-gpu") == 0;
+    std::string why;
+    if (require_gpu && !all_ranks(real_gpu_in_use(&why))) {
+        if (rank == 0)
+            std::printf("SKIPPED: no GPU for this suite: %s\n",
+                        why.empty() ? "not on every rank" : why.c_str());
+        MPI_Finalize();
+        return kSkipped;
+    }
 
     ::testing::TestEventListeners &listeners =
         ::testing::UnitTest::GetInstance()->listeners();

@@ -1,0 +1,99 @@
+/* The device runtime as nbrcoll sees it: a table of the few calls the
+ * device layer makes, one table per backend:
+ *   "hip"     AMD GPUs (gpu_runtime.cu compiled by hipcc),
+ *   "cuda"    NVIDIA GPUs (the same source compiled by nvcc),
+ *   "emulate" the CPU emulation (emulate.c): device memory is a POSIX
+ *             shared-memory segment per allocation, copies are memcpy, IPC
+ *             handles name the segment. It lets CI run the whole device
+ *             protocol without a GPU.
+ * NBR_DEVICE=auto|hip|cuda|emulate|off picks one per process
+ * (nbr_device_current()). Every call returns NBR_SUCCESS or an nbr_status_t
+ * (NBR_ERR_DEVICE with the runtime's message logged) and never prints
+ * otherwise. Header usable from C and C++. */
+#ifndef NBR_DEVICE_BACKEND_H
+#define NBR_DEVICE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum nbr_mem_kind {
+    NBR_MEM_HOST = 0,    /* pageable or pinned host memory */
+    NBR_MEM_DEVICE = 1,  /* device memory (also IPC-mapped memory) */
+    NBR_MEM_MANAGED = 2  /* managed / unified memory */
+} nbr_mem_kind_t;
+
+const char *nbr_mem_kind_name(nbr_mem_kind_t kind);
+
+/* Opaque handle of one allocation that another process of the node can
+ * open. 64 bytes: the size of hipIpcMemHandle_t and cudaIpcMemHandle_t. */
+#define NBR_IPC_HANDLE_BYTES 64
+typedef struct nbr_ipc_handle {
+    unsigned char bytes[NBR_IPC_HANDLE_BYTES];
+} nbr_ipc_handle_t;
+
+/* One copy of a batch. Pointers may be device, IPC-mapped or host memory. */
+typedef struct nbr_copy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} nbr_copy_t;
+
+/* An ordered queue of device work (a HIP / CUDA stream). */
+typedef struct nbr_dev_stream nbr_dev_stream_t;
+
+typedef struct nbr_device_backend {
+    const char *name;
+    /* Devices this process can use; 0 (and NBR_SUCCESS) when there are
+     * none, e.g. no driver. Must not print, whatever the machine. */
+    int (*device_count)(int *count);
+    /* The calling thread's current device and its PCI bus id
+     * ("0000:c1:00.0", lower case; empty when unknown). */
+    int (*current_device)(int *device, char *pci_bus_id, size_t len);
+    /* What ptr points to; *device is its device ordinal, -1 for host.
+     * Unknown pointers (plain malloc) are NBR_MEM_HOST, not an error. */
+    int (*pointer_kind)(const void *ptr, nbr_mem_kind_t *kind, int *device);
+    /* Device memory that ipc_get accepts (nbr_mem_alloc). */
+    int (*mem_alloc)(void **ptr, size_t bytes);
+    int (*mem_free)(void *ptr);
+    /* Page-locked host memory for staging. */
+    int (*host_alloc)(void **ptr, size_t bytes);
+    int (*host_free)(void *ptr);
+    /* The handle of the allocation that holds ptr and ptr's offset in it. */
+    int (*ipc_get)(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset);
+    /* Maps a handle from another process; *base is the allocation's byte 0. */
+    int (*ipc_open)(const nbr_ipc_handle_t *handle, void **base);
+    int (*ipc_close)(void *base);
+    int (*stream_create)(nbr_dev_stream_t **stream);
+    void (*stream_destroy)(nbr_dev_stream_t *stream);
+    /* Enqueues n copies as one batch (one multi-copy kernel launch where
+     * every pointer is device-accessible) and returns its ticket: tickets
+     * of a stream grow by one per call, starting at 1. n == 0 is allowed. */
+    int (*copy)(nbr_dev_stream_t *stream, const nbr_copy_t *copies, int n,
+                uint64_t *ticket);
+    /* Every batch with a ticket <= *done has completed. Never blocks. */
+    int (*progress)(nbr_dev_stream_t *stream, uint64_t *done);
+    /* Blocks until everything enqueued on stream has completed. */
+    int (*synchronize)(nbr_dev_stream_t *stream);
+} nbr_device_backend_t;
+
+/* The backends compiled into this build; NULL when not compiled. */
+const nbr_device_backend_t *nbr_device_backend_emulate(void);
+const nbr_device_backend_t *nbr_device_backend_hip(void);
+const nbr_device_backend_t *nbr_device_backend_cuda(void);
+
+/* This process's backend, chosen once by NBR_DEVICE (default auto: hip,
+ * then cuda, whichever has a device; none otherwise). *backend is NULL
+ * when no device is in use: buffers are then host memory. Returns
+ * NBR_ERR_INFO for a malformed NBR_DEVICE, NBR_ERR_UNSUPPORTED when the
+ * named backend is not compiled in or has no device. */
+int nbr_device_current(const nbr_device_backend_t **backend);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,324 @@
+/* The CPU emulation backend (NBR_DEVICE=emulate). "Device memory" is one
+ * POSIX shared-memory segment per allocation, so another process of the
+ * node can map it from a handle, as with hipIpcOpenMemHandle. Copies are
+ * memcpy, but deferred: a batch runs on a later progress call, never
+ * inside copy(), so the device protocol's waits for copies to finish are
+ * exercised as on a GPU. */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include "../core/grow.h"
+#include "../core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <nbrcoll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EMU_MAGIC 0x4e42524555ULL /* "NBREU" */
+
+/* What an emulated IPC handle holds. */
+typedef struct emu_handle {
+    uint64_t magic;
+    uint64_t pid;
+    uint64_t id;
+    uint64_t bytes;
+} emu_handle_t;
+
+/* One mapping in this process: an allocation of ours (owned) or a peer's
+ * segment opened from a handle. */
+typedef struct emu_mapping {
+    char *base;
+    size_t bytes;
+    uint64_t id;
+    int owned;
+} emu_mapping_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static emu_mapping_t *mappings;
+static int num_mappings, mappings_capacity;
+static uint64_t next_id = 1;
+
+static void segment_name(char *name, size_t len, uint64_t pid, uint64_t id)
+{
+    snprintf(name, len, "/nbrcoll-emu-%llu-%llu", (unsigned long long)pid,
+             (unsigned long long)id);
+}
+
+static int add_mapping(char *base, size_t bytes, uint64_t id, int owned)
+{
+    pthread_mutex_lock(&lock);
+    int rc = nbr_grow((void **)&mappings, &mappings_capacity, num_mappings + 1, 1,
+                      sizeof(*mappings));
+    if (rc == NBR_SUCCESS)
+        mappings[num_mappings++] = (emu_mapping_t){base, bytes, id, owned};
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Removes the mapping at base; *found = its entry. Caller unmaps. */
+static int take_mapping(void *base, int owned, emu_mapping_t *found)
+{
+    int rc = NBR_ERR_ARG;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < num_mappings; i++)
+        if (mappings[i].base == base && mappings[i].owned == owned) {
+            *found = mappings[i];
+            mappings[i] = mappings[--num_mappings];
+            rc = NBR_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static int emu_device_count(int *count)
+{
+    *count = 1;
+    return NBR_SUCCESS;
+}
+
+static int emu_current_device(int *device, char *pci_bus_id, size_t len)
+{
+    *device = 0;
+    if (len > 0)
+        pci_bus_id[0] = '\0';
+    return NBR_SUCCESS;
+}
+
+static int emu_pointer_kind(const void *ptr, nbr_mem_kind_t *kind, int *device)
+{
+    const char *p = ptr;
+    *kind = NBR_MEM_HOST;
+    *device = -1;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < num_mappings; i++)
+        if (p >= mappings[i].base && p < mappings[i].base + mappings[i].bytes) {
+            *kind = NBR_MEM_DEVICE;
+            *device = 0;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return NBR_SUCCESS;
+}
+
+static int emu_mem_alloc(void **ptr, size_t bytes)
+{
+    char name[64];
+    pthread_mutex_lock(&lock);
+    uint64_t id = next_id++;
+    pthread_mutex_unlock(&lock);
+    segment_name(name, sizeof name, (uint64_t)getpid(), id);
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        NBR_ERROR("emulated device: shm_open %s: %s", name, strerror(errno));
+        return NBR_ERR_DEVICE;
+    }
+    /* Reserve the pages now: a full /dev/shm must fail here, not fault later. */
+    int err = posix_fallocate(fd, 0, (off_t)bytes);
+    void *base = err ? MAP_FAILED
+                     : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (!err && base == MAP_FAILED)
+        err = errno;
+    close(fd);
+    if (err) {
+        shm_unlink(name);
+        NBR_ERROR("emulated device: %zu bytes in /dev/shm: %s", bytes, strerror(err));
+        return NBR_ERR_NOMEM;
+    }
+    int rc = add_mapping(base, bytes, id, 1);
+    if (rc != NBR_SUCCESS) {
+        munmap(base, bytes);
+        shm_unlink(name);
+        return rc;
+    }
+    *ptr = base;
+    return NBR_SUCCESS;
+}
+
+static int emu_mem_free(void *ptr)
+{
+    emu_mapping_t m;
+    if (take_mapping(ptr, 1, &m) != NBR_SUCCESS) {
+        NBR_ERROR("nbr_mem_free: %p was not allocated by nbr_mem_alloc", ptr);
+        return NBR_ERR_ARG;
+    }
+    char name[64];
+    segment_name(name, sizeof name, (uint64_t)getpid(), m.id);
+    shm_unlink(name); /* peers that mapped it keep their mapping, as with IPC */
+    munmap(m.base, m.bytes);
+    return NBR_SUCCESS;
+}
+
+static int emu_host_alloc(void **ptr, size_t bytes)
+{
+    *ptr = malloc(bytes ? bytes : 1);
+    return *ptr ? NBR_SUCCESS : NBR_ERR_NOMEM;
+}
+
+static int emu_host_free(void *ptr)
+{
+    free(ptr);
+    return NBR_SUCCESS;
+}
+
+static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset)
+{
+    const char *p = ptr;
+    int rc = NBR_ERR_ARG;
+    memset(handle, 0, sizeof(*handle));
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < num_mappings; i++)
+        if (mappings[i].owned && p >= mappings[i].base &&
+            p < mappings[i].base + mappings[i].bytes) {
+            emu_handle_t h = {EMU_MAGIC, (uint64_t)getpid(), mappings[i].id, mappings[i].bytes};
+            memcpy(handle->bytes, &h, sizeof h);
+            *offset = (size_t)(p - mappings[i].base);
+            rc = NBR_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    if (rc != NBR_SUCCESS)
+        NBR_ERROR("emulated device: %p is not inside an nbr_mem_alloc allocation", ptr);
+    return rc;
+}
+
+static int emu_ipc_open(const nbr_ipc_handle_t *handle, void **base)
+{
+    emu_handle_t h;
+    char name[64];
+    memcpy(&h, handle->bytes, sizeof h);
+    if (h.magic != EMU_MAGIC) {
+        NBR_ERROR("emulated device: not an emulated IPC handle");
+        return NBR_ERR_DEVICE;
+    }
+    segment_name(name, sizeof name, h.pid, h.id);
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        NBR_ERROR("emulated device: open %s: %s (freed by its owner?)", name, strerror(errno));
+        return NBR_ERR_DEVICE;
+    }
+    void *p = mmap(NULL, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        NBR_ERROR("emulated device: map %s: %s", name, strerror(err));
+        return NBR_ERR_DEVICE;
+    }
+    int rc = add_mapping(p, h.bytes, h.id, 0);
+    if (rc != NBR_SUCCESS) {
+        munmap(p, h.bytes);
+        return rc;
+    }
+    *base = p;
+    return NBR_SUCCESS;
+}
+
+static int emu_ipc_close(void *base)
+{
+    emu_mapping_t m;
+    if (take_mapping(base, 0, &m) != NBR_SUCCESS)
+        return NBR_ERR_ARG;
+    munmap(m.base, m.bytes);
+    return NBR_SUCCESS;
+}
+
+/* A stream: batches queued in order, run one per progress call. */
+struct nbr_dev_stream {
+    nbr_copy_t *copies;
+    int num_copies, copies_capacity;
+    int *batch_end; /* copies[batch_end[b-1] .. batch_end[b]) is batch b */
+    int batches_capacity;
+    uint64_t issued, completed;
+};
+
+static int emu_stream_create(nbr_dev_stream_t **stream)
+{
+    *stream = calloc(1, sizeof(**stream));
+    return *stream ? NBR_SUCCESS : NBR_ERR_NOMEM;
+}
+
+static void emu_stream_destroy(nbr_dev_stream_t *stream)
+{
+    if (!stream)
+        return;
+    free(stream->copies);
+    free(stream->batch_end);
+    free(stream);
+}
+
+static int emu_copy(nbr_dev_stream_t *s, const nbr_copy_t *copies, int n, uint64_t *ticket)
+{
+    int pending = (int)(s->issued - s->completed);
+    int rc = nbr_grow((void **)&s->copies, &s->copies_capacity, s->num_copies + n + 1, 1,
+                      sizeof(nbr_copy_t));
+    if (rc == NBR_SUCCESS)
+        rc = nbr_grow((void **)&s->batch_end, &s->batches_capacity, pending + 2, 1, sizeof(int));
+    if (rc != NBR_SUCCESS)
+        return rc;
+    memcpy(s->copies + s->num_copies, copies, (size_t)n * sizeof(nbr_copy_t));
+    s->num_copies += n;
+    s->batch_end[pending] = s->num_copies;
+    *ticket = ++s->issued;
+    return NBR_SUCCESS;
+}
+
+/* Runs the oldest queued batch. */
+static void run_batch(nbr_dev_stream_t *s)
+{
+    int pending = (int)(s->issued - s->completed);
+    int end = s->batch_end[0];
+    for (int i = 0; i < end; i++)
+        if (s->copies[i].bytes > 0)
+            memcpy(s->copies[i].dst, s->copies[i].src, s->copies[i].bytes);
+    memmove(s->copies, s->copies + end, (size_t)(s->num_copies - end) * sizeof(nbr_copy_t));
+    s->num_copies -= end;
+    for (int b = 1; b < pending; b++)
+        s->batch_end[b - 1] = s->batch_end[b] - end;
+    s->completed++;
+}
+
+static int emu_progress(nbr_dev_stream_t *s, uint64_t *done)
+{
+    if (s->completed < s->issued)
+        run_batch(s);
+    *done = s->completed;
+    return NBR_SUCCESS;
+}
+
+static int emu_synchronize(nbr_dev_stream_t *s)
+{
+    while (s->completed < s->issued)
+        run_batch(s);
+    return NBR_SUCCESS;
+}
+
+static const nbr_device_backend_t emulate = {
+    .name = "emulate",
+    .device_count = emu_device_count,
+    .current_device = emu_current_device,
+    .pointer_kind = emu_pointer_kind,
+    .mem_alloc = emu_mem_alloc,
+    .mem_free = emu_mem_free,
+    .host_alloc = emu_host_alloc,
+    .host_free = emu_host_free,
+    .ipc_get = emu_ipc_get,
+    .ipc_open = emu_ipc_open,
+    .ipc_close = emu_ipc_close,
+    .stream_create = emu_stream_create,
+    .stream_destroy = emu_stream_destroy,
+    .copy = emu_copy,
+    .progress = emu_progress,
+    .synchronize = emu_synchronize,
+};
+
+const nbr_device_backend_t *nbr_device_backend_emulate(void)
+{
+    return &emulate;
+}

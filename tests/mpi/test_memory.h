@@ -1,0 +1,31 @@
+// Device buffers for the MPI tests. NBR_TEST_MEMORY picks what nbrcoll is
+// handed: host (default), device (every buffer whose datatype has no gaps
+// comes from nbr_mem_alloc) or mixed (each rank draws host or device per
+// buffer and case). The reference MPI calls always use host memory.
+#ifndef NBRCOLL_TESTS_MPI_TEST_MEMORY_H
+#define NBRCOLL_TESTS_MPI_TEST_MEMORY_H
+
+#include <cstddef>
+#include <string>
+
+namespace nbrtest {
+
+enum class TestMemory { Host, Device, Mixed };
+
+TestMemory test_memory();
+const char *test_memory_name(TestMemory m);
+
+// nbr_mem_alloc / nbr_mem_free; records a gtest failure and returns nullptr
+// when the allocation fails.
+void *device_alloc(size_t bytes);
+void device_free(void *ptr);
+
+// Copies between host and device memory (either direction) and waits.
+void device_copy(void *dst, const void *src, size_t bytes);
+
+// True when a real GPU backend (hip, cuda) is in use; otherwise why not.
+bool real_gpu_in_use(std::string *why);
+
+}  // namespace nbrtest
+
+#endif
