@@ -24,8 +24,11 @@
  *   nbr_topo_file        / NBR_TOPO_FILE        node model from this file
  *                                               (format: topo/README.md)
  *                          NBR_GPU              every rank uses this GPU of
- *                                               its node (default: local
- *                                               rank modulo the GPU count)
+ *                                               its node (default: the
+ *                                               runtime's current device
+ *                                               when the device layer is
+ *                                               on, else local rank modulo
+ *                                               the GPU count)
  *                          NBR_LOG              error|warn|info|debug
  *                          NBR_DUMP_PLAN        directory: write every plan
  *                                               built, one file per rank

@@ -76,7 +76,7 @@ static void print_rank_map(const nbr_node_model_t *model, int ranks, int forced_
            forced_gpu >= 0 ? "NBR_GPU" : "local rank modulo GPU count");
     printf("%6s %6s %6s %8s %8s %6s\n", "rank", "socket", "GPU", "package", "role", "NUMA");
     for (int r = 0; r < ranks; r++) {
-        int gpu = nbr_local_gpu(model, r, forced_gpu);
+        int gpu = nbr_local_gpu(model, r, forced_gpu, NULL);
         int socket = nbr_block_socket(r, ranks, model->num_sockets);
         if (gpu >= model->num_gpus) {
             printf("%6d: NBR_GPU=%d but the node has %d GPUs\n", r, gpu, model->num_gpus);

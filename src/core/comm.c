@@ -152,10 +152,14 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     /* From here a step may fail on some ranks only: agree before any
      * collective, so that no rank is left behind without state. */
     NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
+    /* With device buffers a rank's GPU is the one its runtime has current. */
+    char current_pci[NBR_PCI_ID_MAX] = "";
+    if (config.memory != NBR_MEMORY_HOST)
+        nbr_device_current_pci(current_pci, sizeof current_pci);
     nbr_locality_options_t where = {
         .ranks_per_node = config.ranks_per_node, .ranks_per_socket = config.ranks_per_socket,
         .topo_file = config.topo_file, .sysfs_root = config.sysfs_root,
-        .forced_gpu = config.forced_gpu};
+        .forced_gpu = config.forced_gpu, .current_pci = current_pci};
     NBR_CHECK(nbr_locality_detect(state->comm, &where, &state->locality));
     NBR_CHECK(nbr_device_ctx_create(state->comm, state->id, &config, &state->locality,
                                     &state->device));

@@ -89,6 +89,19 @@ int nbr_device_current(const nbr_device_backend_t **backend)
     return choice_status;
 }
 
+void nbr_device_current_pci(char *pci_bus_id, size_t len)
+{
+    const nbr_device_backend_t *backend = NULL;
+    int device = -1;
+    if (len > 0)
+        pci_bus_id[0] = '\0';
+    if (nbr_device_current(&backend) != NBR_SUCCESS || !backend ||
+        backend->current_device(&device, pci_bus_id, len) != NBR_SUCCESS) {
+        if (len > 0)
+            pci_bus_id[0] = '\0';
+    }
+}
+
 int nbr_mem_alloc(void **ptr, size_t bytes)
 {
     const nbr_device_backend_t *backend = NULL;

@@ -92,6 +92,10 @@ const nbr_device_backend_t *nbr_device_backend_cuda(void);
  * named backend is not compiled in or has no device. */
 int nbr_device_current(const nbr_device_backend_t **backend);
 
+/* The PCI bus id of the current device of the backend in use ("" when no
+ * backend is in use or it cannot tell). */
+void nbr_device_current_pci(char *pci_bus_id, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

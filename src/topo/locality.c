@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void nbr_locality_free(nbr_locality_t *locality)
 {
@@ -165,10 +166,14 @@ out:
     return rc;
 }
 
-int nbr_local_gpu(const nbr_node_model_t *model, int local_rank, int forced_gpu)
+int nbr_local_gpu(const nbr_node_model_t *model, int local_rank, int forced_gpu,
+                  const char *current_pci)
 {
     if (forced_gpu >= 0)
         return forced_gpu;
+    for (int g = 0; current_pci && current_pci[0] && g < model->num_gpus; g++)
+        if (strcasecmp(model->gpus[g].pci_bus_id, current_pci) == 0)
+            return g;
     return model->num_gpus > 0 ? local_rank % model->num_gpus : -1;
 }
 
@@ -184,7 +189,7 @@ static int my_facts(const nbr_locality_options_t *options, const nbr_node_model_
                     int local_rank, int local_size, int *facts)
 {
     int num_gpus = model->num_gpus;
-    int gpu = nbr_local_gpu(model, local_rank, options->forced_gpu);
+    int gpu = nbr_local_gpu(model, local_rank, options->forced_gpu, options->current_pci);
     if (gpu >= num_gpus) {
         NBR_ERROR("NBR_GPU=%d but the node has %d GPUs", gpu, num_gpus);
         return NBR_ERR_INFO;

@@ -34,10 +34,14 @@ int nbr_locality_virtual(int nranks, int ranks_per_node, int ranks_per_socket,
                          nbr_locality_t *locality);
 
 /* The placement rules for one node, shared by nbr_locality_detect and the
- * nbr_topo tool: a rank's GPU is forced_gpu when >= 0, else its local rank
- * modulo the node's GPUs (-1 without GPUs); without a better source, ranks
- * fill the node's sockets in consecutive blocks. */
-int nbr_local_gpu(const nbr_node_model_t *model, int local_rank, int forced_gpu);
+ * nbr_topo tool. A rank's GPU is, in this order: forced_gpu when >= 0
+ * (NBR_GPU); the GPU whose PCI bus id is current_pci, the device the
+ * rank's runtime has current (given when the device layer is on; NULL or
+ * "" otherwise); its local rank modulo the node's GPUs; -1 without GPUs.
+ * Without a better source, ranks fill the node's sockets in consecutive
+ * blocks. */
+int nbr_local_gpu(const nbr_node_model_t *model, int local_rank, int forced_gpu,
+                  const char *current_pci);
 int nbr_block_socket(int local_rank, int local_size, int num_sockets);
 
 /* How nbr_locality_detect finds things out. */
@@ -47,6 +51,7 @@ typedef struct nbr_locality_options {
     const char *topo_file;  /* node model from this file */
     const char *sysfs_root; /* KFD tree root for tests; NULL: the real one */
     int forced_gpu;         /* >= 0: every rank uses this GPU (NBR_GPU) */
+    const char *current_pci; /* the runtime's current device, when known */
 } nbr_locality_options_t;
 
 /* Collective over comm: nodes (virtual or MPI_COMM_TYPE_SHARED), one model

@@ -2,6 +2,7 @@
 // the papers state about them.
 #include <nbrcoll.h>
 extern "C" {
+#include "topo/locality.h"
 #include "topo/topology.h"
 }
 
@@ -71,6 +72,29 @@ TEST(StoredModels, FrontierNode)
     ASSERT_EQ(x.load("frontier-mi250x.topo"), NBR_SUCCESS) << x.message;
     expect_mi250_family(x, "frontier");
     EXPECT_EQ(x.type(0, 1), NBR_LINK_XGMI);
+}
+
+// Which GPU a rank uses: NBR_GPU, else its runtime's current device found
+// by PCI id in the model, else local rank modulo the GPU count.
+TEST(Placement, CurrentDeviceByPciIdThenModulo)
+{
+    Model x;
+    ASSERT_EQ(x.load("frontier-mi250x.topo"), NBR_SUCCESS) << x.message;
+    const nbr_node_model_t *m = &x.m;
+    ASSERT_EQ(m->num_gpus, 8);
+    std::string third = m->gpus[3].pci_bus_id, upper = third;
+    for (char &ch : upper)
+        ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
+    EXPECT_EQ(nbr_local_gpu(m, 6, -1, third.c_str()), 3);
+    EXPECT_EQ(nbr_local_gpu(m, 6, -1, upper.c_str()), 3) << "runtimes may print upper case";
+    EXPECT_EQ(nbr_local_gpu(m, 6, 5, third.c_str()), 5) << "NBR_GPU wins";
+    EXPECT_EQ(nbr_local_gpu(m, 11, -1, "0000:ff:00.0"), 3) << "unknown device: modulo";
+    EXPECT_EQ(nbr_local_gpu(m, 11, -1, ""), 3);
+    EXPECT_EQ(nbr_local_gpu(m, 11, -1, nullptr), 3);
+    nbr_node_model_t flat{};
+    ASSERT_EQ(nbr_model_flat(&flat, 0), NBR_SUCCESS);
+    EXPECT_EQ(nbr_local_gpu(&flat, 2, -1, third.c_str()), -1);
+    nbr_model_free(&flat);
 }
 
 TEST(StoredModels, SeedPaperClusterANode)
