@@ -111,6 +111,10 @@ NBR_API const char *nbr_error_string(int status);
 NBR_API int nbr_mem_alloc(void **ptr, size_t bytes);
 /* Frees memory from nbr_mem_alloc; NULL is a no-op. */
 NBR_API int nbr_mem_free(void *ptr);
+/* Copies bytes between any two buffers, host or device, and waits for the
+ * copy (tests and benchmarks use it to fill and read device buffers).
+ * NBR_ERR_UNSUPPORTED when no device is in use. */
+NBR_API int nbr_mem_copy(void *dst, const void *src, size_t bytes);
 
 /* ----------------------------------------------------- communicators */
 

@@ -132,3 +132,32 @@ int nbr_mem_free(void *ptr)
         return NBR_ERR_ARG; /* nothing can have come from nbr_mem_alloc */
     return backend->mem_free(ptr);
 }
+
+int nbr_mem_copy(void *dst, const void *src, size_t bytes)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static nbr_dev_stream_t *stream; /* one per process, made on first use */
+    const nbr_device_backend_t *backend = NULL;
+    if (bytes == 0)
+        return NBR_SUCCESS;
+    if (!dst || !src)
+        return NBR_ERR_BUFFER;
+    int rc = nbr_device_current(&backend);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    if (!backend) {
+        NBR_ERROR("nbr_mem_copy: no device in use (NBR_DEVICE=off, or no GPU found)");
+        return NBR_ERR_UNSUPPORTED;
+    }
+    nbr_copy_t copy = {dst, src, bytes};
+    uint64_t ticket = 0;
+    pthread_mutex_lock(&lock);
+    if (!stream)
+        rc = backend->stream_create(&stream);
+    if (rc == NBR_SUCCESS)
+        rc = backend->copy(stream, &copy, 1, &ticket);
+    if (rc == NBR_SUCCESS)
+        rc = backend->synchronize(stream);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}

@@ -250,6 +250,22 @@ TEST_F(Errors, StatusStrings)
     EXPECT_NE(nbr_error_string(12345), nullptr);
 }
 
+// The suite runs with NBR_DEVICE=off: the memory helpers say there is no
+// device instead of handing out host memory; bad arguments come first.
+TEST_F(Errors, MemoryHelpersWithoutADevice)
+{
+    void *p = reinterpret_cast<void *>(0x1);
+    char a[8] = {0}, b[8] = {0};
+    EXPECT_EQ(nbr_mem_alloc(nullptr, 8), NBR_ERR_ARG);
+    EXPECT_EQ(nbr_mem_alloc(&p, 8), NBR_ERR_UNSUPPORTED);
+    EXPECT_EQ(p, nullptr) << "a failed nbr_mem_alloc must not leave a pointer";
+    EXPECT_EQ(nbr_mem_free(nullptr), NBR_SUCCESS);
+    EXPECT_EQ(nbr_mem_free(a), NBR_ERR_ARG);
+    EXPECT_EQ(nbr_mem_copy(a, b, 0), NBR_SUCCESS);
+    EXPECT_EQ(nbr_mem_copy(nullptr, b, 8), NBR_ERR_BUFFER);
+    EXPECT_EQ(nbr_mem_copy(a, b, 8), NBR_ERR_UNSUPPORTED);
+}
+
 TEST_F(Errors, NullBuffersWithNonzeroCounts)
 {
     for (Mode mode : {Mode::NbrAdjacent, Mode::MpiLazy}) {

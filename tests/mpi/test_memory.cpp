@@ -45,17 +45,8 @@ void device_free(void *ptr)
 
 void device_copy(void *dst, const void *src, size_t bytes)
 {
-    const nbr_device_backend_t *backend = nullptr;
-    static nbr_dev_stream_t *stream = nullptr;
-    ASSERT_EQ(nbr_device_current(&backend), NBR_SUCCESS);
-    ASSERT_NE(backend, nullptr) << "device buffers asked for, but no device backend in use";
-    if (!stream) {
-        ASSERT_EQ(backend->stream_create(&stream), NBR_SUCCESS);
-    }
-    nbr_copy_t copy = {dst, src, bytes};
-    uint64_t ticket = 0;
-    ASSERT_EQ(backend->copy(stream, &copy, 1, &ticket), NBR_SUCCESS);
-    ASSERT_EQ(backend->synchronize(stream), NBR_SUCCESS);
+    const int rc = nbr_mem_copy(dst, src, bytes);
+    EXPECT_EQ(rc, NBR_SUCCESS) << "nbr_mem_copy(" << bytes << "): " << nbr_error_string(rc);
 }
 
 bool real_gpu_in_use(std::string *why)
