@@ -35,6 +35,7 @@
 
 typedef enum { PATTERN_RSG, PATTERN_MOORE } pattern_kind_t;
 typedef enum { COLL_ALLGATHER, COLL_ALLGATHERV, COLL_ALLTOALLV } coll_kind_t;
+typedef enum { MEMORY_HOST, MEMORY_DEVICE } memory_kind_t;
 
 static const char *const coll_names[] = {"allgather", "allgatherv",
                                          "alltoallv"};
@@ -46,6 +47,7 @@ typedef struct options {
     int dims;
     int radius;
     coll_kind_t coll;
+    memory_kind_t memory; /* where the timed calls' buffers live */
     uint64_t min_bytes;
     uint64_t max_bytes;
     int warmup;
@@ -100,7 +102,13 @@ static void print_usage(FILE *f)
         "  --warmup N               untimed calls per size and algorithm [3]\n"
         "  --iters N                timed calls per size and algorithm [20]\n"
         "  --algorithms A,B,...     'mpi' = the MPI library's own collective;\n"
+        "                           'copy' = one device-to-device copy of the\n"
+        "                           receive bytes (--memory device only);\n"
         "                           other names are nbrcoll algorithms [mpi,naive]\n"
+        "  --memory host|device     buffers from malloc, or device buffers from\n"
+        "                           nbr_mem_alloc (mpi then stages through host\n"
+        "                           copies; needs a GPU or NBR_DEVICE=emulate)\n"
+        "                           [host]\n"
         "locality:\n"
         "  --ranks-per-node N       split the job into virtual nodes of N ranks\n"
         "  --ranks-per-socket N     virtual CPU sockets of N ranks in a node\n"
@@ -199,10 +207,10 @@ static int parse_algorithms(const char *s, options_t *o, char *err,
         s = comma ? comma + 1 : NULL;
         if (name[0] == '\0')
             continue; /* tolerate "mpi,,naive" and a trailing comma */
-        if (strcmp(name, "mpi") != 0 &&
+        if (strcmp(name, "mpi") != 0 && strcmp(name, "copy") != 0 &&
             !name_in_list(name, nbr_algorithm_names())) {
             snprintf(err, errlen,
-                     "unknown algorithm '%s' (known: mpi,%s)", name,
+                     "unknown algorithm '%s' (known: mpi,copy,%s)", name,
                      nbr_algorithm_names());
             return -1;
         }
@@ -263,6 +271,13 @@ static int apply_option(const char *name, const char *val, options_t *o,
                 bad = 0;
             }
         }
+    } else if (strcmp(name, "memory") == 0) {
+        if (strcmp(val, "host") == 0)
+            o->memory = MEMORY_HOST;
+        else if (strcmp(val, "device") == 0)
+            o->memory = MEMORY_DEVICE;
+        else
+            bad = 1;
     } else if (strcmp(name, "min-bytes") == 0) {
         bad = parse_bytes(val, &o->min_bytes);
     } else if (strcmp(name, "max-bytes") == 0) {
@@ -306,6 +321,15 @@ static int check_options(const options_t *o, char *err, size_t errlen)
         o->max_bytes > BYTES_UPPER_LIMIT || o->min_bytes > o->max_bytes) {
         snprintf(err, errlen, "need 8 <= --min-bytes <= --max-bytes <= 64Mi");
         return -1;
+    }
+    /* --algorithms may come before --memory, so only now is it known. */
+    for (int a = 0; a < o->nalgs; a++) {
+        if (strcmp(o->alg_names[a], "copy") == 0 &&
+            o->memory != MEMORY_DEVICE) {
+            snprintf(err, errlen, "algorithm 'copy' needs --memory device "
+                                  "(it times a device-to-device copy)");
+            return -1;
+        }
     }
     return 0;
 }
@@ -479,6 +503,7 @@ static void gather_locality(MPI_Comm comm, topo_t *t)
 typedef struct bench_alg {
     const char *name;
     int is_mpi;   /* 1: MPI_Neighbor_* on the base communicator */
+    int is_copy;  /* 1: a local device copy, no communicator */
     MPI_Comm comm;
 } bench_alg_t;
 
@@ -534,8 +559,9 @@ static int create_comms(const options_t *o, const topo_t *t,
     for (int a = 0; a < o->nalgs; a++) {
         algs[a].name = o->alg_names[a];
         algs[a].is_mpi = strcmp(algs[a].name, "mpi") == 0;
+        algs[a].is_copy = strcmp(algs[a].name, "copy") == 0;
         algs[a].comm = MPI_COMM_NULL;
-        if (algs[a].is_mpi)
+        if (algs[a].is_mpi || algs[a].is_copy)
             continue;
         int rc = create_comm(o, t, algs[a].name, &algs[a].comm);
         if (rc != NBR_SUCCESS)
@@ -560,7 +586,7 @@ static void warn_overridden_algorithms(const bench_alg_t *algs, int nalgs,
                                        int rank)
 {
     for (int a = 0; a < nalgs; a++) {
-        if (algs[a].is_mpi)
+        if (algs[a].is_mpi || algs[a].is_copy)
             continue;
         const char *actual = NULL;
         int rc = nbr_comm_algorithm(algs[a].comm, &actual);
@@ -576,7 +602,7 @@ static void warn_overridden_algorithms(const bench_alg_t *algs, int nalgs,
 static void free_comms(bench_alg_t *algs, int nalgs, MPI_Comm base)
 {
     for (int a = 0; a < nalgs; a++)
-        if (!algs[a].is_mpi && algs[a].comm != base)
+        if (algs[a].comm != MPI_COMM_NULL && algs[a].comm != base)
             MPI_Comm_free(&algs[a].comm);
     if (base != MPI_COMM_NULL)
         MPI_Comm_free(&base);
@@ -608,6 +634,13 @@ static int edge_size(uint64_t bytes, int src, int dst, int occ)
     return varied_size(bytes, key);
 }
 
+/* Which buffers a run needs besides host send and receive. */
+typedef struct buffer_set {
+    int ref;    /* reference result: something is verified */
+    int device; /* --memory device: device send and receive */
+    int copy;   /* the `copy` row: a second device receive buffer */
+} buffer_set_t;
+
 /* Counts, displacements and buffers of one message size on one rank. */
 typedef struct layout {
     uint64_t bytes;
@@ -616,7 +649,11 @@ typedef struct layout {
     int *recvcounts, *rdispls;  /* v-variants, indeg entries */
     uint64_t send_total, recv_total;
     int too_big_for_int;        /* a displacement would overflow int */
+    buffer_set_t has;           /* set before layout_memory / layout_alloc */
     unsigned char *send, *recv, *ref;
+    /* --memory device, from nbr_mem_alloc: what nbrcoll algorithms get;
+     * the host buffers above fill them, check them and stage mpi. */
+    void *dsend, *drecv, *dcopy;
 } layout_t;
 
 /* Fills counts[i] = size_of(i) and prefix-sum displacements; the total is
@@ -678,21 +715,40 @@ static int layout_plan(layout_t *L, const topo_t *t, coll_kind_t coll,
     return 0;
 }
 
-/* Buffer memory this rank needs: send + recv, plus a reference copy of the
- * MPI result when there is an nbrcoll algorithm to check. */
-static uint64_t layout_memory(const layout_t *L, int need_ref)
+/* Buffer memory this rank needs, host and device together: send + recv,
+ * a reference copy of the MPI result when something is checked, and the
+ * device buffers of --memory device. */
+static uint64_t layout_memory(const layout_t *L)
 {
-    return L->send_total + L->recv_total * (need_ref ? 2u : 1u);
+    uint64_t host = L->send_total + L->recv_total * (L->has.ref ? 2u : 1u);
+    uint64_t dev = L->has.device ? L->send_total + L->recv_total : 0;
+    return host + dev + (L->has.copy ? L->recv_total : 0);
+}
+
+static void *device_alloc(uint64_t bytes)
+{
+    void *p = NULL;
+    return nbr_mem_alloc(&p, (size_t)bytes) == NBR_SUCCESS ? p : NULL;
 }
 
 /* At least one byte each: a rank without neighbors still passes valid
  * pointers, as a real application would. */
-static int layout_alloc(layout_t *L, int need_ref)
+static int layout_alloc(layout_t *L)
 {
     L->send = malloc((size_t)L->send_total + 1);
     L->recv = malloc((size_t)L->recv_total + 1);
-    L->ref = need_ref ? malloc((size_t)L->recv_total + 1) : NULL;
-    return L->send && L->recv && (L->ref || !need_ref) ? 0 : -1;
+    L->ref = L->has.ref ? malloc((size_t)L->recv_total + 1) : NULL;
+    if (L->has.device) {
+        L->dsend = device_alloc(L->send_total + 1);
+        L->drecv = device_alloc(L->recv_total + 1);
+    }
+    if (L->has.copy)
+        L->dcopy = device_alloc(L->recv_total + 1);
+    if (!L->send || !L->recv || (L->has.ref && !L->ref))
+        return -1;
+    if (L->has.device && (!L->dsend || !L->drecv))
+        return -1;
+    return L->has.copy && !L->dcopy ? -1 : 0;
 }
 
 static void layout_free(layout_t *L)
@@ -704,6 +760,11 @@ static void layout_free(layout_t *L)
     free(L->send);
     free(L->recv);
     free(L->ref);
+    /* Only an nbrcoll bug makes these fail; leaking one size's buffers is
+     * no reason to stop the sweep. */
+    (void)nbr_mem_free(L->dsend);
+    (void)nbr_mem_free(L->drecv);
+    (void)nbr_mem_free(L->dcopy);
     memset(L, 0, sizeof *L);
 }
 
@@ -734,32 +795,33 @@ static void fill_send(layout_t *L, const topo_t *t, coll_kind_t coll)
 
 /* ====================================================== running calls */
 
-/* One collective call into recv; returns the MPI or nbrcoll status. */
+/* One collective call from send into recv; returns the MPI or nbrcoll
+ * status. */
 static int run_collective(const bench_alg_t *a, const layout_t *L,
-                          coll_kind_t coll, void *recv)
+                          coll_kind_t coll, const void *send, void *recv)
 {
     switch (coll) {
     case COLL_ALLGATHER:
         if (a->is_mpi)
-            return MPI_Neighbor_allgather(L->send, L->sendcount, MPI_BYTE,
+            return MPI_Neighbor_allgather(send, L->sendcount, MPI_BYTE,
                                           recv, L->recvcount, MPI_BYTE,
                                           a->comm);
-        return nbr_neighbor_allgather(L->send, L->sendcount, MPI_BYTE, recv,
+        return nbr_neighbor_allgather(send, L->sendcount, MPI_BYTE, recv,
                                       L->recvcount, MPI_BYTE, a->comm);
     case COLL_ALLGATHERV:
         if (a->is_mpi)
-            return MPI_Neighbor_allgatherv(L->send, L->sendcount, MPI_BYTE,
+            return MPI_Neighbor_allgatherv(send, L->sendcount, MPI_BYTE,
                                            recv, L->recvcounts, L->rdispls,
                                            MPI_BYTE, a->comm);
-        return nbr_neighbor_allgatherv(L->send, L->sendcount, MPI_BYTE, recv,
+        return nbr_neighbor_allgatherv(send, L->sendcount, MPI_BYTE, recv,
                                        L->recvcounts, L->rdispls, MPI_BYTE,
                                        a->comm);
     case COLL_ALLTOALLV:
         if (a->is_mpi)
-            return MPI_Neighbor_alltoallv(L->send, L->sendcounts, L->sdispls,
+            return MPI_Neighbor_alltoallv(send, L->sendcounts, L->sdispls,
                                           MPI_BYTE, recv, L->recvcounts,
                                           L->rdispls, MPI_BYTE, a->comm);
-        return nbr_neighbor_alltoallv(L->send, L->sendcounts, L->sdispls,
+        return nbr_neighbor_alltoallv(send, L->sendcounts, L->sdispls,
                                       MPI_BYTE, recv, L->recvcounts,
                                       L->rdispls, MPI_BYTE, a->comm);
     }
@@ -767,9 +829,9 @@ static int run_collective(const bench_alg_t *a, const layout_t *L,
 }
 
 static void run_or_die(const bench_alg_t *a, const layout_t *L,
-                       coll_kind_t coll, void *recv)
+                       coll_kind_t coll, const void *send, void *recv)
 {
-    int rc = run_collective(a, L, coll, recv);
+    int rc = run_collective(a, L, coll, send, recv);
     if (rc == 0)
         return;
     char what[128];
@@ -777,6 +839,36 @@ static void run_or_die(const bench_alg_t *a, const layout_t *L,
     if (a->is_mpi)
         die_mpi(rc, what);
     die_nbr(rc, what);
+}
+
+static void copy_or_die(void *dst, const void *src, uint64_t bytes,
+                        const char *what)
+{
+    int rc = nbr_mem_copy(dst, src, (size_t)bytes);
+    if (rc != NBR_SUCCESS)
+        die_nbr(rc, what);
+}
+
+/* One call of algorithm a as it is timed; the result ends up in L->recv,
+ * or in L->drecv with --memory device. */
+static void run_call(const bench_alg_t *a, layout_t *L, coll_kind_t coll)
+{
+    if (a->is_copy) {
+        /* What one rank's receive volume costs to move inside the device:
+         * the floor under any algorithm that must land it there. */
+        copy_or_die(L->dcopy, L->drecv, L->recv_total, "copy nbr_mem_copy");
+    } else if (!L->has.device) {
+        run_or_die(a, L, coll, L->send, L->recv);
+    } else if (!a->is_mpi) {
+        run_or_die(a, L, coll, L->dsend, L->drecv);
+    } else {
+        /* An MPI that is not GPU-aware (Debian's Open MPI) cannot take the
+         * device buffers: stage through host memory as an application
+         * would, both copies inside the timed call. */
+        copy_or_die(L->send, L->dsend, L->send_total, "mpi staging D2H");
+        run_or_die(a, L, coll, L->send, L->recv);
+        copy_or_die(L->drecv, L->recv, L->recv_total, "mpi staging H2D");
+    }
 }
 
 /* ========================================================= verification */
@@ -820,16 +912,21 @@ static void compute_reference(const bench_alg_t *mpi, layout_t *L,
                               coll_kind_t coll)
 {
     memset(L->ref, POISON_BYTE, (size_t)L->recv_total);
-    run_or_die(mpi, L, coll, L->ref);
+    run_or_die(mpi, L, coll, L->send, L->ref);
 }
 
-/* Checks one nbrcoll algorithm bit-exact against the reference; collective,
- * returns 1 on every rank when every rank matched. */
+/* Checks one algorithm bit-exact against the reference; collective,
+ * returns 1 on every rank when every rank matched. With --memory device the
+ * poison goes into the device receive buffer and the result comes back. */
 static int verify(const bench_alg_t *a, layout_t *L, const topo_t *t,
                   coll_kind_t coll)
 {
     memset(L->recv, POISON_BYTE, (size_t)L->recv_total);
-    run_or_die(a, L, coll, L->recv);
+    if (L->has.device)
+        copy_or_die(L->drecv, L->recv, L->recv_total, "poison nbr_mem_copy");
+    run_call(a, L, coll);
+    if (L->has.device)
+        copy_or_die(L->recv, L->drecv, L->recv_total, "result nbr_mem_copy");
     int ok = 1;
     if (memcmp(L->recv, L->ref, (size_t)L->recv_total) != 0) {
         uint64_t off = 0;
@@ -844,11 +941,17 @@ static int verify(const bench_alg_t *a, layout_t *L, const topo_t *t,
 
 /* ======================================================= timing, traffic */
 
+/* Where a row's traffic columns come from. */
+typedef enum { TRAFFIC_MODEL, TRAFFIC_MEASURED, TRAFFIC_NONE } traffic_kind_t;
+
+static const char *const traffic_names[] = {"model", "measured", "-"};
+
 typedef struct result {
     const char *alg;
     double median_us, min_us, max_us;
+    double gbps; /* largest per-rank receive volume / median, 1e9 B/s */
     double inter_msgs, inter_bytes, offsock_msgs; /* per rank per call */
-    int measured; /* traffic counted by nbrcoll (1) or modelled (0) */
+    traffic_kind_t counted;
 } result_t;
 
 static int cmp_double(const void *a, const void *b)
@@ -875,7 +978,7 @@ static double time_one_call(const bench_alg_t *a, layout_t *L, coll_kind_t coll)
     double dt, slowest;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    run_or_die(a, L, coll, L->recv);
+    run_call(a, L, coll);
     dt = MPI_Wtime() - t0;
     MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return slowest;
@@ -889,8 +992,8 @@ static void time_interleaved(const bench_alg_t *algs, int nalgs, layout_t *L,
 {
     for (int a = 0; a < nalgs; a++) {
         for (int w = 0; w < o->warmup; w++)
-            run_or_die(&algs[a], L, coll, L->recv);
-        if (!algs[a].is_mpi) {
+            run_call(&algs[a], L, coll);
+        if (!algs[a].is_mpi && !algs[a].is_copy) {
             int rc = nbr_reset_counters(algs[a].comm);
             if (rc != NBR_SUCCESS)
                 die_nbr(rc, "nbr_reset_counters");
@@ -929,7 +1032,7 @@ static void model_traffic(const layout_t *L, const topo_t *t,
     r->inter_msgs = v[0] / t->nranks;
     r->inter_bytes = v[1] / t->nranks;
     r->offsock_msgs = v[2] / t->nranks;
-    r->measured = 0;
+    r->counted = TRAFFIC_MODEL;
 }
 
 /* nbrcoll's own counters over the timed calls, averaged per rank and call.
@@ -948,11 +1051,27 @@ static uint64_t measured_traffic(const bench_alg_t *a, const topo_t *t,
     r->inter_msgs = (double)v[0] / per;
     r->inter_bytes = (double)v[1] / per;
     r->offsock_msgs = (double)v[2] / per;
-    r->measured = 1;
+    r->counted = TRAFFIC_MEASURED;
     return v[3];
 }
 
 /* ================================================================ output */
+
+/* With --memory device: which runtime nbrcoll picks and whether it hands
+ * device pointers to MPI, as this rank's environment says. */
+static void print_memory_header(const options_t *o)
+{
+    if (o->memory != MEMORY_DEVICE)
+        return;
+    const char *dev = getenv("NBR_DEVICE");
+    const char *aware = getenv("NBR_GPU_AWARE_MPI");
+    const char *mem = getenv("NBR_MEMORY");
+    printf("# memory device (nbr_mem_alloc): NBR_DEVICE=%s, "
+           "NBR_GPU_AWARE_MPI=%s%s%s\n",
+           dev && *dev ? dev : "(unset: auto)",
+           aware && *aware ? aware : "(unset: nbrcoll asks MPI)",
+           mem && *mem ? ", NBR_MEMORY=" : "", mem && *mem ? mem : "");
+}
 
 static void print_header(const options_t *o, const topo_t *t,
                          const bench_alg_t *algs)
@@ -984,61 +1103,100 @@ static void print_header(const options_t *o, const topo_t *t,
     printf("# edges %ld; in-degree avg %.2f (min %d, max %d); out-degree avg "
            "%.2f (min %d, max %d)\n",
            edges, avg, inmin, inmax, avg, outmin, outmax);
+    print_memory_header(o);
     printf("# warmup %d, iters %d; time = slowest rank per call, us\n",
            o->warmup, o->iters);
+    int device = o->memory == MEMORY_DEVICE;
     for (int a = 0; a < o->nalgs; a++) {
-        const char *d = algs[a].is_mpi
-                            ? "the MPI library's MPI_Neighbor_* (reference)"
-                            : nbr_algorithm_description(algs[a].name);
+        const char *d;
+        if (algs[a].is_copy)
+            d = "nbr_mem_copy of the receive bytes, device to device, no "
+                "communication: the local copy limit";
+        else if (algs[a].is_mpi && device)
+            d = "MPI_Neighbor_* on host copies (device->host, call, "
+                "host->device), all timed; checked";
+        else if (algs[a].is_mpi)
+            d = "the MPI library's MPI_Neighbor_* (reference)";
+        else
+            d = nbr_algorithm_description(algs[a].name);
         printf("#   %-12s %s\n", algs[a].name, d ? d : "");
     }
+    printf("# GB/s = largest per-rank receive volume / median time, "
+           "1e9 B/s\n");
     printf("# traffic per rank per call; counted: measured = nbrcoll "
            "counters, model = one message per edge\n");
-    printf("%8s  %-12s %11s %11s %11s %8s %11s %13s %11s  %s\n", "bytes",
-           "algorithm", "median_us", "min_us", "max_us", "speedup",
+    printf("%8s  %-12s %11s %11s %11s %8s %9s %11s %13s %11s  %s\n", "bytes",
+           "algorithm", "median_us", "min_us", "max_us", "speedup", "GB/s",
            "inter_msgs", "inter_bytes", "offsock", "counted");
     fflush(stdout);
 }
 
-static void format_speedup(const result_t *r, const result_t *mpi, char *buf,
-                           size_t n)
+/* mpi median / this median with `prec` decimals; "-" without mpi and for
+ * the copy row, which is no alternative to it. */
+static void format_speedup(const result_t *r, const result_t *mpi, int prec,
+                           char *buf, size_t n)
 {
-    if (mpi && r->median_us > 0)
-        snprintf(buf, n, "%.2f", mpi->median_us / r->median_us);
+    if (mpi && r->counted != TRAFFIC_NONE && r->median_us > 0)
+        snprintf(buf, n, "%.*f", prec, mpi->median_us / r->median_us);
     else
         snprintf(buf, n, "-");
 }
 
-static void print_row(const result_t *r, const result_t *mpi, uint64_t bytes)
+static void format_gbps(const result_t *r, int prec, char *buf, size_t n)
 {
-    char sz[32], sp[32];
-    size_label(bytes, sz, sizeof sz);
-    format_speedup(r, mpi, sp, sizeof sp);
-    printf("%8s  %-12s %11.2f %11.2f %11.2f %8s %11.2f %13.1f %11.2f  %s\n",
-           sz, r->alg, r->median_us, r->min_us, r->max_us, sp, r->inter_msgs,
-           r->inter_bytes, r->offsock_msgs, r->measured ? "measured" : "model");
+    if (r->gbps > 0)
+        snprintf(buf, n, "%.*f", prec, r->gbps);
+    else
+        snprintf(buf, n, "-");
 }
 
+/* The three traffic numbers as text (bytes with bprec decimals, messages
+ * with mprec); "-" for the copy row. */
+static void format_traffic(const result_t *r, int mprec, int bprec,
+                           char out[3][32])
+{
+    if (r->counted == TRAFFIC_NONE) {
+        for (int i = 0; i < 3; i++)
+            snprintf(out[i], 32, "-");
+        return;
+    }
+    snprintf(out[0], 32, "%.*f", mprec, r->inter_msgs);
+    snprintf(out[1], 32, "%.*f", bprec, r->inter_bytes);
+    snprintf(out[2], 32, "%.*f", mprec, r->offsock_msgs);
+}
+
+static void print_row(const result_t *r, const result_t *mpi, uint64_t bytes)
+{
+    char sz[32], sp[32], bw[32], tr[3][32];
+    size_label(bytes, sz, sizeof sz);
+    format_speedup(r, mpi, 2, sp, sizeof sp);
+    format_gbps(r, 2, bw, sizeof bw);
+    format_traffic(r, 2, 1, tr);
+    printf("%8s  %-12s %11.2f %11.2f %11.2f %8s %9s %11s %13s %11s  %s\n",
+           sz, r->alg, r->median_us, r->min_us, r->max_us, sp, bw, tr[0],
+           tr[1], tr[2], traffic_names[r->counted]);
+}
+
+/* New columns go at the end, so scripts indexing the old ones still work. */
 static const char csv_header[] =
     "pattern,ranks,nodes,collective,algorithm,bytes,median_us,min_us,max_us,"
     "speedup_vs_mpi,inter_msgs_per_rank,inter_bytes_per_rank,"
-    "offsocket_msgs_per_rank,counted\n";
+    "offsocket_msgs_per_rank,counted,bandwidth_GBps,memory\n";
 
 /* The pattern label contains commas, so it is quoted (RFC 4180). */
 static void csv_row(FILE *f, const options_t *o, const topo_t *t,
                     const result_t *r, const result_t *mpi, uint64_t bytes)
 {
-    char pat[64], sp[32];
+    char pat[64], sp[32], bw[32], tr[3][32];
     pattern_label(o, pat, sizeof pat);
-    if (mpi && r->median_us > 0)
-        snprintf(sp, sizeof sp, "%.4f", mpi->median_us / r->median_us);
-    else
-        snprintf(sp, sizeof sp, "-");
-    fprintf(f, "\"%s\",%d,%d,%s,%s,%llu,%.3f,%.3f,%.3f,%s,%.4f,%.2f,%.4f,%s\n",
+    format_speedup(r, mpi, 4, sp, sizeof sp);
+    format_gbps(r, 4, bw, sizeof bw);
+    format_traffic(r, 4, 2, tr);
+    fprintf(f, "\"%s\",%d,%d,%s,%s,%llu,%.3f,%.3f,%.3f,%s,%s,%s,%s,%s,%s,%s\n",
             pat, t->nranks, t->nnodes, coll_names[o->coll], r->alg,
             (unsigned long long)bytes, r->median_us, r->min_us, r->max_us, sp,
-            r->inter_msgs, r->inter_bytes, r->offsock_msgs,
-            r->measured ? "measured" : "model");
+            tr[0], tr[1], tr[2], traffic_names[r->counted], bw,
+            o->memory == MEMORY_DEVICE ? "device" : "host");
 }
 
 /* ============================================================ the sweep */
@@ -1049,7 +1207,7 @@ typedef struct bench {
     bench_alg_t *algs;
     int mpi_index;    /* -1 if mpi is not in --algorithms */
     bench_alg_t mpi;  /* reference runner, always available */
-    int need_ref;     /* some nbrcoll algorithm must be checked */
+    buffer_set_t has; /* buffers every size needs */
     FILE *csv;        /* rank 0 only; may be NULL */
     double *samples;
 } bench_t;
@@ -1057,7 +1215,7 @@ typedef struct bench {
 /* Collective: 1 if this size fits on every rank, else prints why not. */
 static int size_fits(const bench_t *b, const layout_t *L)
 {
-    uint64_t need = layout_memory(L, b->need_ref);
+    uint64_t need = layout_memory(L);
     int too_big = L->too_big_for_int;
     MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_UINT64_T, MPI_MAX,
                   MPI_COMM_WORLD);
@@ -1083,7 +1241,7 @@ static int size_fits(const bench_t *b, const layout_t *L)
 /* Collective: allocates on every rank, or skips the size on all. */
 static int alloc_everywhere(const bench_t *b, layout_t *L)
 {
-    int ok = layout_alloc(L, b->need_ref) == 0;
+    int ok = layout_alloc(L) == 0;
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!ok && b->t->rank == 0) {
         char sz[32];
@@ -1093,12 +1251,14 @@ static int alloc_everywhere(const bench_t *b, layout_t *L)
     return ok;
 }
 
-/* Checks an nbrcoll algorithm against MPI before it is timed. Returns 0 on
- * a verification failure. */
+/* Checks an algorithm against MPI before it is timed: every nbrcoll one,
+ * and mpi when it stages device buffers. Returns 0 on a verification
+ * failure. */
 static int check_one(bench_t *b, int a, layout_t *L)
 {
     const bench_alg_t *alg = &b->algs[a];
-    if (alg->is_mpi || verify(alg, L, b->t, b->o->coll))
+    if (alg->is_copy || (alg->is_mpi && !b->has.device) ||
+        verify(alg, L, b->t, b->o->coll))
         return 1;
     if (b->t->rank == 0)
         fprintf(stderr, "nbr_bench: algorithm '%s' disagrees with MPI "
@@ -1107,12 +1267,21 @@ static int check_one(bench_t *b, int a, layout_t *L)
     return 0;
 }
 
-/* Statistics and traffic of algorithm a from its timed samples. */
-static void measure_one(bench_t *b, int a, layout_t *L, result_t *r)
+/* Statistics, bandwidth and traffic of algorithm a from its timed samples;
+ * recv_max is the largest receive volume of any rank. */
+static void measure_one(bench_t *b, int a, layout_t *L, uint64_t recv_max,
+                        result_t *r)
 {
     const bench_alg_t *alg = &b->algs[a];
     r->alg = alg->name;
     summarize(b->samples + (size_t)a * b->o->iters, b->o->iters, r);
+    /* bytes per microsecond * 1e-3 = GB/s */
+    r->gbps = r->median_us > 0 ? (double)recv_max / r->median_us * 1e-3 : 0;
+    if (alg->is_copy) {
+        r->counted = TRAFFIC_NONE;
+        r->inter_msgs = r->inter_bytes = r->offsock_msgs = 0;
+        return;
+    }
     if (alg->is_mpi) {
         model_traffic(L, b->t, b->o->coll, r);
         return;
@@ -1135,19 +1304,25 @@ static int bench_size(bench_t *b, uint64_t bytes)
     int ok = 1;
     if (layout_plan(&L, b->t, b->o->coll, bytes) != 0)
         die_nbr(NBR_ERR_NOMEM, "layout_plan");
+    L.has = b->has;
     if (!size_fits(b, &L) || !alloc_everywhere(b, &L)) {
         layout_free(&L);
         return 1;
     }
+    uint64_t recv_max = L.recv_total;
+    MPI_Allreduce(MPI_IN_PLACE, &recv_max, 1, MPI_UINT64_T, MPI_MAX,
+                  MPI_COMM_WORLD);
     fill_send(&L, b->t, b->o->coll);
-    if (b->need_ref)
+    if (L.has.device)
+        copy_or_die(L.dsend, L.send, L.send_total, "send nbr_mem_copy");
+    if (L.has.ref)
         compute_reference(&b->mpi, &L, b->o->coll);
     for (int a = 0; a < b->o->nalgs && ok; a++)
         ok = check_one(b, a, &L);
     if (ok) {
         time_interleaved(b->algs, b->o->nalgs, &L, b->o->coll, b->o, b->samples);
         for (int a = 0; a < b->o->nalgs; a++)
-            measure_one(b, a, &L, &res[a]);
+            measure_one(b, a, &L, recv_max, &res[a]);
     }
     layout_free(&L);
     if (!ok || b->t->rank != 0)
@@ -1184,6 +1359,27 @@ static int open_csv(const options_t *o, int rank, FILE **csv)
     return ok;
 }
 
+/* Collective: 1 if every rank can allocate device memory. Without a device
+ * every size would fail; say why once, and let every rank exit cleanly. */
+static int device_usable(void)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    void *p = NULL;
+    int rc = nbr_mem_alloc(&p, 1);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_mem_free(p);
+    int worst = rc; /* statuses are negative: MIN finds a failure */
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (worst != NBR_SUCCESS && rank == 0)
+        fprintf(stderr,
+                "nbr_bench: --memory device: nbr_mem_alloc failed on some "
+                "rank: %s (%d); it needs a GPU nbrcoll can use, or "
+                "NBR_DEVICE=emulate\n",
+                nbr_error_string(worst), worst);
+    return worst == NBR_SUCCESS;
+}
+
 /* Runs the whole sweep; returns the process exit status. */
 static int run_benchmark(const options_t *o)
 {
@@ -1192,6 +1388,8 @@ static int run_benchmark(const options_t *o)
     MPI_Comm base = MPI_COMM_NULL;
     int status = EXIT_SUCCESS;
 
+    if (o->memory == MEMORY_DEVICE && !device_usable())
+        return EXIT_FAILURE;
     int rc = build_graph(o, &t);
     if (rc == NBR_SUCCESS)
         rc = create_comms(o, &t, algs, &base);
@@ -1208,11 +1406,14 @@ static int run_benchmark(const options_t *o)
 
     bench_t b = {.o = o, .t = &t, .algs = algs, .mpi_index = -1};
     b.mpi = (bench_alg_t){.name = "mpi", .is_mpi = 1, .comm = base};
+    b.has.device = o->memory == MEMORY_DEVICE;
     for (int a = 0; a < o->nalgs; a++) {
         if (algs[a].is_mpi)
             b.mpi_index = a;
-        else
-            b.need_ref = 1;
+        if (algs[a].is_copy)
+            b.has.copy = 1;
+        else if (!algs[a].is_mpi || b.has.device)
+            b.has.ref = 1; /* check_one will verify it */
     }
     b.samples = malloc((size_t)o->nalgs * (size_t)o->iters * sizeof *b.samples);
     if (!b.samples)
