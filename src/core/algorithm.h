@@ -25,6 +25,10 @@ typedef struct nbr_plan_input {
     /* The algorithm's count-independent pattern, built once per
      * communicator by its build_pattern (NULL: the builder makes one). */
     const void *pattern;
+    /* The whole graph's out-lists (CSR over nranks ranks), for builders
+     * that plan globally (halving); NULL unless the algorithm asks. */
+    const int *graph_out_offsets;
+    const int *graph_out_targets;
 } nbr_plan_input_t;
 
 typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan);
@@ -32,6 +36,7 @@ typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan
 typedef enum nbr_algorithm_id {
     NBR_ALG_NAIVE = 0,
     NBR_ALG_LEADER = 1,
+    NBR_ALG_HALVING = 2,
     NBR_NUM_ALGORITHMS
 } nbr_algorithm_id_t;
 
@@ -41,6 +46,7 @@ typedef struct nbr_algorithm {
     const char *description;
     nbr_build_plan_fn build; /* fills a plan (not sealed) */
     int needs_node_in_lists; /* set-up gathers node_in_lists for it */
+    int needs_whole_graph;   /* set-up gathers every rank's out-list */
     /* optional: the count-independent part, built once per communicator */
     int (*build_pattern)(const nbr_plan_input_t *input, void **pattern);
     void (*free_pattern)(void *pattern);
@@ -62,5 +68,8 @@ int nbr_build_naive(const nbr_plan_input_t *input, nbr_plan_t *plan);
 int nbr_build_leader(const nbr_plan_input_t *input, nbr_plan_t *plan);
 int nbr_build_leader_pattern(const nbr_plan_input_t *input, void **pattern);
 void nbr_free_leader_pattern(void *pattern);
+int nbr_build_halving(const nbr_plan_input_t *input, nbr_plan_t *plan);
+int nbr_build_halving_pattern(const nbr_plan_input_t *input, void **pattern);
+void nbr_free_halving_pattern(void *pattern);
 
 #endif

@@ -5,6 +5,7 @@
 #include "request.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -95,6 +96,8 @@ void nbr_comm_release(nbr_comm_t *state)
     nbr_node_lists_t lists = {.nranks = state->nranks, .lists = state->node_in_lists,
                               .degrees = state->node_in_degrees};
     nbr_node_lists_free(&lists);
+    free(state->graph_out_offsets);
+    free(state->graph_out_targets);
     free(state->sources);
     free(state->destinations);
     free(state);
@@ -167,6 +170,8 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
     if (state->algorithm->needs_node_in_lists)
         NBR_CHECK(nbr_comm_ensure_node_lists(state));
+    if (state->algorithm->needs_whole_graph)
+        NBR_CHECK(nbr_comm_ensure_whole_graph(state));
     NBR_CHECK(nbr_agree(comm, build_pattern(state)));
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
     NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
@@ -214,6 +219,47 @@ int nbr_comm_ensure_node_lists(nbr_comm_t *state)
     return NBR_SUCCESS;
 }
 
+int nbr_comm_ensure_whole_graph(nbr_comm_t *state)
+{
+    int rc = NBR_SUCCESS, n = state->nranks;
+    if (state->graph_out_offsets)
+        return NBR_SUCCESS;
+    int *degrees = malloc(((size_t)n + 1) * sizeof(int));
+    int *offsets = malloc(((size_t)n + 1) * sizeof(int));
+    int *targets = NULL;
+    /* every rank allocates (or fails) alike from here: agree before the
+     * next collective */
+    rc = nbr_agree(state->comm, degrees && offsets ? NBR_SUCCESS : NBR_ERR_NOMEM);
+    if (rc != NBR_SUCCESS)
+        goto out;
+    NBR_MPI_CHECK(MPI_Allgather(&state->outdegree, 1, MPI_INT, degrees, 1, MPI_INT, state->comm));
+    long long total = 0;
+    for (int r = 0; r < n; r++) {
+        offsets[r] = (int)total;
+        total += degrees[r];
+    }
+    offsets[n] = (int)total;
+    if (total > INT_MAX) {
+        NBR_ERROR("halving: the graph has %lld edges; over 2^31 is not supported", total);
+        rc = NBR_ERR_UNSUPPORTED; /* the same on every rank */
+        goto out;
+    }
+    targets = malloc(((size_t)total + 1) * sizeof(int));
+    rc = nbr_agree(state->comm, targets ? NBR_SUCCESS : NBR_ERR_NOMEM);
+    if (rc != NBR_SUCCESS)
+        goto out;
+    NBR_MPI_CHECK(MPI_Allgatherv(state->destinations, state->outdegree, MPI_INT, targets,
+                                 degrees, offsets, MPI_INT, state->comm));
+    state->graph_out_offsets = offsets;
+    state->graph_out_targets = targets;
+    offsets = targets = NULL;
+out:
+    free(degrees);
+    free(offsets);
+    free(targets);
+    return rc;
+}
+
 int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent)
 {
     unsigned long long *sequence = persistent ? &state->persistent_sequence : &state->sequence;
@@ -253,6 +299,8 @@ static nbr_plan_input_t plan_input(const nbr_comm_t *state)
         .node_in_lists = (const int *const *)state->node_in_lists,
         .node_in_degrees = state->node_in_degrees,
         .leader_min_bytes = (size_t)state->config.leader_min_bytes,
+        .graph_out_offsets = state->graph_out_offsets,
+        .graph_out_targets = state->graph_out_targets,
         .describe = state->config.dump_dir[0] != '\0',
     };
     return input;

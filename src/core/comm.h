@@ -39,6 +39,9 @@ typedef struct nbr_comm {
     /* In-lists of the ranks on this node (leader); NULL until needed. */
     int **node_in_lists;
     int *node_in_degrees;
+    /* Every rank's out-list (CSR) for whole-graph builders; NULL until needed. */
+    int *graph_out_offsets;
+    int *graph_out_targets;
     /* The algorithm's count-independent pattern, built once at set-up. */
     void *pattern;
     /* A finished non-persistent request kept for the next call, so that a
@@ -79,6 +82,9 @@ void nbr_shared_plan_release(nbr_shared_plan_t *plan);
 
 /* Gathers node_in_lists if not done yet (collective over the comm). */
 int nbr_comm_ensure_node_lists(nbr_comm_t *state);
+
+/* Gathers every rank's out-list if not done yet (collective over the comm). */
+int nbr_comm_ensure_whole_graph(nbr_comm_t *state);
 
 /* Adds one completed run of plan to the counters. */
 void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan);

@@ -293,6 +293,8 @@ static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
     }
     if (algorithm->needs_node_in_lists && (rc = nbr_comm_ensure_node_lists(state)) != NBR_SUCCESS)
         return rc;
+    if (algorithm->needs_whole_graph && (rc = nbr_comm_ensure_whole_graph(state)) != NBR_SUCCESS)
+        return rc;
     *chosen = algorithm;
     return NBR_SUCCESS;
 }

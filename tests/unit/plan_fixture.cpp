@@ -115,6 +115,8 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
         input.node_in_degrees = node_in_degrees_.data();
         input.leader_min_bytes = leader_min_bytes;
         input.pattern = patterns.empty() ? nullptr : patterns[r];
+        input.graph_out_offsets = graph_->out_offsets;
+        input.graph_out_targets = graph_->out_targets;
         nbr_plan_free(&plans[r]);
         int rc = nbr_build_plan(algorithm, &input, &plans[r]);
         if (rc != NBR_SUCCESS) {

@@ -1,0 +1,154 @@
+// halving under MPI: virtual sockets (nbr_ranks_per_socket, 2 unless the
+// environment says otherwise), every call bit-exact against
+// MPI_Neighbor_allgather(v), and the off-socket bound on the counters.
+#include "mpi_harness.h"
+
+#include <nbrcoll.h>
+extern "C" {
+#include "graph_gen.h"
+}
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using nbrtest::all_ranks;
+using nbrtest::world_rank;
+using nbrtest::world_size;
+
+namespace {
+
+struct Halving : nbrtest::MpiTest {};
+
+int ranks_per_socket()
+{
+    const char *env = std::getenv("NBR_RANKS_PER_SOCKET");
+    return env && *env ? std::atoi(env) : 2;
+}
+
+struct Comm {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<int> in, out;
+    ~Comm()
+    {
+        if (comm != MPI_COMM_NULL)
+            MPI_Comm_free(&comm);
+    }
+};
+
+int make(const nbr_graph_t *g, Comm &c)
+{
+    int me = world_rank();
+    c.in.assign(nbr_graph_in(g, me), nbr_graph_in(g, me) + nbr_graph_indegree(g, me));
+    c.out.assign(nbr_graph_out(g, me), nbr_graph_out(g, me) + nbr_graph_outdegree(g, me));
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "nbr_algorithm", "halving");
+    MPI_Info_set(info, "nbr_ranks_per_socket", "2");
+    int rc = nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, (int)c.in.size(), c.in.data(),
+                                            MPI_UNWEIGHTED, (int)c.out.size(), c.out.data(),
+                                            MPI_UNWEIGHTED, info, 0, &c.comm);
+    MPI_Info_free(&info);
+    return rc;
+}
+
+void fill(std::vector<int> &v, int rank, int round)
+{
+    for (size_t i = 0; i < v.size(); i++)
+        v[i] = rank * 1000003 + (int)i * 31 + round * 7;
+}
+
+int count_of(int rank, int n) { return n == 0 ? 0 : n + (rank * 7) % 11; }
+
+void check_graph(const nbr_graph_t *g, const std::string &what)
+{
+    Comm c;
+    int rc = make(g, c);
+    EXPECT_EQ(rc, NBR_SUCCESS) << what << ": " << nbr_error_string(rc);
+    if (!all_ranks(rc == NBR_SUCCESS))
+        return;
+    const char *name = nullptr;
+    EXPECT_EQ(nbr_comm_algorithm(c.comm, &name), NBR_SUCCESS);
+    EXPECT_STREQ(name, "halving");
+    const int me = world_rank(), indeg = (int)c.in.size(), P = world_size();
+    const int L = ranks_per_socket();
+    const int bound = P > L ? (int)std::ceil(std::log2((double)P / L)) + 1 : 0;
+    for (int n : {0, 1, 7, 1000, 65537}) {
+        std::vector<int> send(n + 1), got((size_t)n * indeg + 1, -1),
+            want((size_t)n * indeg + 1, -1);
+        // blocking, with the off-socket bound on the counters
+        fill(send, me, 0);
+        EXPECT_EQ(nbr_reset_counters(c.comm), NBR_SUCCESS);
+        EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
+                  NBR_SUCCESS);
+        MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
+        EXPECT_EQ(got, want) << what << ": allgather of " << n << " ints on rank " << me;
+        nbr_counters_t k{};
+        EXPECT_EQ(nbr_get_counters(c.comm, &k), NBR_SUCCESS);
+        EXPECT_LE((int)k.msgs_off_socket, bound) << what << ": rank " << me << ", " << n << " ints";
+        // nonblocking
+        std::fill(got.begin(), got.end(), -1);
+        nbr_request_t req = NBR_REQUEST_NULL;
+        EXPECT_EQ(nbr_neighbor_iallgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm,
+                                          &req), NBR_SUCCESS);
+        EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS);
+        EXPECT_EQ(got, want) << what << ": iallgather of " << n << " ints on rank " << me;
+        // persistent, three runs with new data
+        rc = nbr_neighbor_allgather_init(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm,
+                                         MPI_INFO_NULL, &req);
+        EXPECT_EQ(rc, NBR_SUCCESS);
+        for (int round = 1; round <= 3 && rc == NBR_SUCCESS; round++) {
+            fill(send, me, round);
+            EXPECT_EQ(nbr_start(&req), NBR_SUCCESS);
+            EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS);
+            MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
+            EXPECT_EQ(got, want) << what << ": persistent run " << round << ", n " << n;
+        }
+        if (req != NBR_REQUEST_NULL)
+            nbr_request_free(&req);
+        // allgatherv (the naive plan for now), uneven counts with gaps
+        std::vector<int> counts(indeg + 1), displs(indeg + 1);  // never NULL for Open MPI
+        int total = 0;
+        for (int i = 0; i < indeg; i++) {
+            counts[i] = count_of(c.in[i], n);
+            displs[i] = total;
+            total += counts[i] + 2;
+        }
+        // one spare element: Open MPI rejects a NULL buffer even with count 0
+        const int vcount = count_of(me, n);
+        std::vector<int> vsend(vcount + 1), vgot(total + 1, -1), vwant(total + 1, -1);
+        fill(vsend, me, 9);
+        EXPECT_EQ(nbr_neighbor_allgatherv(vsend.data(), vcount, MPI_INT, vgot.data(),
+                                          counts.data(), displs.data(), MPI_INT, c.comm),
+                  NBR_SUCCESS);
+        MPI_Neighbor_allgatherv(vsend.data(), vcount, MPI_INT, vwant.data(),
+                                counts.data(), displs.data(), MPI_INT, c.comm);
+        EXPECT_EQ(vgot, vwant) << what << ": allgatherv, n " << n;
+    }
+}
+
+TEST_F(Halving, ErdosRenyi)
+{
+    for (double density : {0.05, 0.3, 0.7, 1.0}) {
+        nbr_graph_t g;
+        nbr_graph_erdos_renyi(world_size(), density, 17, &g);
+        check_graph(&g, "rsg " + std::to_string(density));
+        nbr_graph_free(&g);
+    }
+}
+
+TEST_F(Halving, MooreAndMultigraphs)
+{
+    nbr_graph_t g;
+    nbr_graph_moore(world_size(), 2, 2, &g);
+    check_graph(&g, "moore d2 r2");
+    nbr_graph_free(&g);
+    nbr_graph_random_multi(world_size(), 6, 3, &g);
+    check_graph(&g, "multigraph");
+    nbr_graph_free(&g);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) { return nbrtest::run_main(argc, argv, false); }
