@@ -401,6 +401,34 @@ int make_graph(const GraphSpec &s, int P, nbr_graph_t *g)
     return NBR_ERR_ARG;
 }
 
+RankComm::RankComm(const nbr_graph_t *g,
+                   const std::vector<std::pair<std::string, std::string>> &keys)
+{
+    const int me = world_rank();
+    in.assign(nbr_graph_in(g, me), nbr_graph_in(g, me) + nbr_graph_indegree(g, me));
+    out.assign(nbr_graph_out(g, me), nbr_graph_out(g, me) + nbr_graph_outdegree(g, me));
+    MPI_Info info;
+    MPI_Info_create(&info);
+    for (const auto &kv : keys)
+        MPI_Info_set(info, kv.first.c_str(), kv.second.c_str());
+    rc = nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, static_cast<int>(in.size()), in.data(),
+                                        MPI_UNWEIGHTED, static_cast<int>(out.size()), out.data(),
+                                        MPI_UNWEIGHTED, info, 0, &comm);
+    MPI_Info_free(&info);
+}
+
+RankComm::~RankComm()
+{
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_free(&comm);
+}
+
+void fill_ints(std::vector<int> &v, int rank, int round)
+{
+    for (size_t i = 0; i < v.size(); i++)
+        v[i] = rank * 1000003 + static_cast<int>(i) * 31 + round * 7;
+}
+
 std::vector<std::string> algorithm_names()
 {
     std::vector<std::string> out;

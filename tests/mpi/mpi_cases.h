@@ -86,6 +86,23 @@ struct CommOptions {
 MPI_Comm make_comm(const nbr_graph_t &g, Mode mode, const CommOptions &opt,
                    const std::string &ctx);
 
+// The calling rank's side of a whole graph as a communicator from
+// nbr_dist_graph_create_adjacent with these info keys (collective); rc is
+// its status, comm MPI_COMM_NULL on failure. Freed with the object.
+struct RankComm {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<int> in, out;
+    int rc = NBR_SUCCESS;
+    RankComm(const nbr_graph_t *g, const std::vector<std::pair<std::string, std::string>> &info);
+    ~RankComm();
+    RankComm(const RankComm &) = delete;
+    RankComm &operator=(const RankComm &) = delete;
+};
+
+// Distinct ints for (rank, element, round): blocks that land in the wrong
+// place or run show up.
+void fill_ints(std::vector<int> &v, int rank, int round);
+
 // Frees a communicator made by make_comm (no-op for MPI_COMM_NULL).
 void free_comm(MPI_Comm *comm);
 

@@ -1,6 +1,7 @@
 // halving under MPI: virtual sockets (nbr_ranks_per_socket, 2 unless the
 // environment says otherwise), every call bit-exact against
 // MPI_Neighbor_allgather(v), and the off-socket bound on the counters.
+#include "mpi_cases.h"
 #include "mpi_harness.h"
 
 #include <nbrcoll.h>
@@ -27,44 +28,12 @@ int ranks_per_socket()
     return env && *env ? std::atoi(env) : 2;
 }
 
-struct Comm {
-    MPI_Comm comm = MPI_COMM_NULL;
-    std::vector<int> in, out;
-    ~Comm()
-    {
-        if (comm != MPI_COMM_NULL)
-            MPI_Comm_free(&comm);
-    }
-};
-
-int make(const nbr_graph_t *g, Comm &c)
-{
-    int me = world_rank();
-    c.in.assign(nbr_graph_in(g, me), nbr_graph_in(g, me) + nbr_graph_indegree(g, me));
-    c.out.assign(nbr_graph_out(g, me), nbr_graph_out(g, me) + nbr_graph_outdegree(g, me));
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "nbr_algorithm", "halving");
-    MPI_Info_set(info, "nbr_ranks_per_socket", "2");
-    int rc = nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, (int)c.in.size(), c.in.data(),
-                                            MPI_UNWEIGHTED, (int)c.out.size(), c.out.data(),
-                                            MPI_UNWEIGHTED, info, 0, &c.comm);
-    MPI_Info_free(&info);
-    return rc;
-}
-
-void fill(std::vector<int> &v, int rank, int round)
-{
-    for (size_t i = 0; i < v.size(); i++)
-        v[i] = rank * 1000003 + (int)i * 31 + round * 7;
-}
-
 int count_of(int rank, int n) { return n == 0 ? 0 : n + (rank * 7) % 11; }
 
 void check_graph(const nbr_graph_t *g, const std::string &what)
 {
-    Comm c;
-    int rc = make(g, c);
+    nbrtest::RankComm c(g, {{"nbr_algorithm", "halving"}, {"nbr_ranks_per_socket", "2"}});
+    int rc = c.rc;
     EXPECT_EQ(rc, NBR_SUCCESS) << what << ": " << nbr_error_string(rc);
     if (!all_ranks(rc == NBR_SUCCESS))
         return;
@@ -78,7 +47,7 @@ void check_graph(const nbr_graph_t *g, const std::string &what)
         std::vector<int> send(n + 1), got((size_t)n * indeg + 1, -1),
             want((size_t)n * indeg + 1, -1);
         // blocking, with the off-socket bound on the counters
-        fill(send, me, 0);
+        nbrtest::fill_ints(send, me, 0);
         EXPECT_EQ(nbr_reset_counters(c.comm), NBR_SUCCESS);
         EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
                   NBR_SUCCESS);
@@ -99,7 +68,7 @@ void check_graph(const nbr_graph_t *g, const std::string &what)
                                          MPI_INFO_NULL, &req);
         EXPECT_EQ(rc, NBR_SUCCESS);
         for (int round = 1; round <= 3 && rc == NBR_SUCCESS; round++) {
-            fill(send, me, round);
+            nbrtest::fill_ints(send, me, round);
             EXPECT_EQ(nbr_start(&req), NBR_SUCCESS);
             EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS);
             MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
@@ -118,7 +87,7 @@ void check_graph(const nbr_graph_t *g, const std::string &what)
         // one spare element: Open MPI rejects a NULL buffer even with count 0
         const int vcount = count_of(me, n);
         std::vector<int> vsend(vcount + 1), vgot(total + 1, -1), vwant(total + 1, -1);
-        fill(vsend, me, 9);
+        nbrtest::fill_ints(vsend, me, 9);
         EXPECT_EQ(nbr_neighbor_allgatherv(vsend.data(), vcount, MPI_INT, vgot.data(),
                                           counts.data(), displs.data(), MPI_INT, c.comm),
                   NBR_SUCCESS);

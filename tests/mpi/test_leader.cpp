@@ -1,6 +1,8 @@
 // leader under MPI: 16 ranks as 2 virtual nodes x 8 GCDs on the stored
 // Frontier model, every call bit-exact against MPI_Neighbor_allgather(v).
+#include "mpi_cases.h"
 #include "mpi_harness.h"
+#include "test_memory.h"
 
 #include <nbrcoll.h>
 extern "C" {
@@ -19,48 +21,21 @@ namespace {
 
 struct Leader : nbrtest::MpiTest {};
 
-struct Comm {
-    MPI_Comm comm = MPI_COMM_NULL;
-    std::vector<int> in, out;
-    ~Comm()
-    {
-        if (comm != MPI_COMM_NULL)
-            MPI_Comm_free(&comm);
-    }
-};
-
 // A graph on the leader algorithm, 8 ranks per virtual Frontier node.
-int make(const nbr_graph_t *g, Comm &c)
+std::vector<std::pair<std::string, std::string>> leader_info()
 {
-    int me = world_rank();
-    c.in.assign(nbr_graph_in(g, me), nbr_graph_in(g, me) + nbr_graph_indegree(g, me));
-    c.out.assign(nbr_graph_out(g, me), nbr_graph_out(g, me) + nbr_graph_outdegree(g, me));
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "nbr_algorithm", "leader");
-    MPI_Info_set(info, "nbr_ranks_per_node", "8");
-    MPI_Info_set(info, "nbr_leader_min_bytes", "0");
-    MPI_Info_set(info, "nbr_topo_file",
-                 (std::string(NBR_SOURCE_DIR) + "/topo/frontier-mi250x.topo").c_str());
-    int rc = nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, (int)c.in.size(), c.in.data(),
-                                            MPI_UNWEIGHTED, (int)c.out.size(), c.out.data(),
-                                            MPI_UNWEIGHTED, info, 0, &c.comm);
-    MPI_Info_free(&info);
-    return rc;
+    return {{"nbr_algorithm", "leader"},
+            {"nbr_ranks_per_node", "8"},
+            {"nbr_leader_min_bytes", "0"},
+            {"nbr_topo_file", std::string(NBR_SOURCE_DIR) + "/topo/frontier-mi250x.topo"}};
 }
 
 int count_of(int rank, int n) { return n == 0 ? 0 : n + (rank * 7) % 11; } // uneven, odd
 
-void fill(std::vector<int> &v, int rank, int round)
-{
-    for (size_t i = 0; i < v.size(); i++)
-        v[i] = rank * 1000003 + (int)i * 31 + round * 7;
-}
-
 void check_graph(const nbr_graph_t *g, const char *what)
 {
-    Comm c;
-    int rc = make(g, c);
+    nbrtest::RankComm c(g, leader_info());
+    int rc = c.rc;
     EXPECT_EQ(rc, NBR_SUCCESS) << what << ": " << nbr_error_string(rc);
     if (!all_ranks(rc == NBR_SUCCESS))
         return;
@@ -71,9 +46,13 @@ void check_graph(const nbr_graph_t *g, const char *what)
     for (int n : {0, 1, 7, 1000, 65537}) {
         // allgather, blocking
         std::vector<int> send(n), got((size_t)n * indeg + 1, -1), want((size_t)n * indeg + 1, -1);
-        fill(send, me, 0);
-        EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
+        nbrtest::fill_ints(send, me, 0);
+        nbrtest::Mirror<int> dsend(send), dgot(got);
+        dsend.to_device();
+        dgot.to_device();
+        EXPECT_EQ(nbr_neighbor_allgather(dsend.ptr(), n, MPI_INT, dgot.ptr(), n, MPI_INT, c.comm),
                   NBR_SUCCESS);
+        dgot.to_host();
         MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
         EXPECT_EQ(got, want) << what << ": allgather of " << n << " ints on rank " << me;
         // allgatherv with uneven counts, persistent, three runs
@@ -86,14 +65,18 @@ void check_graph(const nbr_graph_t *g, const char *what)
         }
         std::vector<int> vsend(count_of(me, n)), vgot(total + 1, -1), vwant(total + 1, -1);
         nbr_request_t req = NBR_REQUEST_NULL;
-        rc = nbr_neighbor_allgatherv_init(vsend.data(), (int)vsend.size(), MPI_INT, vgot.data(),
+        nbrtest::Mirror<int> dvsend(vsend), dvgot(vgot);
+        dvgot.to_device();
+        rc = nbr_neighbor_allgatherv_init(dvsend.ptr(), (int)vsend.size(), MPI_INT, dvgot.ptr(),
                                           counts.data(), displs.data(), MPI_INT, c.comm,
                                           MPI_INFO_NULL, &req);
         EXPECT_EQ(rc, NBR_SUCCESS);
         for (int round = 0; round < 3 && rc == NBR_SUCCESS; round++) {
-            fill(vsend, me, round);
+            nbrtest::fill_ints(vsend, me, round);
+            dvsend.to_device();
             EXPECT_EQ(nbr_start(&req), NBR_SUCCESS);
             EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS);
+            dvgot.to_host();
             MPI_Neighbor_allgatherv(vsend.data(), (int)vsend.size(), MPI_INT, vwant.data(),
                                     counts.data(), displs.data(), MPI_INT, c.comm);
             EXPECT_EQ(vgot, vwant) << what << ": allgatherv round " << round << ", n " << n;
