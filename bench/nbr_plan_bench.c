@@ -12,6 +12,7 @@
 #include "core/algorithm.h"
 #include "core/graph_gen.h"
 #include "core/verify.h"
+#include "host/halving.h"
 
 #include <nbrcoll.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 typedef struct options {
     int ranks, ranks_per_node, repeat;
+    int ranks_per_socket;
     double density;
     unsigned long long seed;
     size_t block;
@@ -37,7 +39,7 @@ static double now_seconds(void)
 
 static int parse(int argc, char **argv, options_t *o)
 {
-    *o = (options_t){512, 0, 1, 0.3, 1, 8, NBR_COLL_ALLGATHER, "naive"};
+    *o = (options_t){512, 0, 1, 0, 0.3, 1, 8, NBR_COLL_ALLGATHER, "naive"};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (!value)
@@ -54,6 +56,8 @@ static int parse(int argc, char **argv, options_t *o)
             o->algorithm = value;
         else if (!strcmp(arg, "--ranks-per-node"))
             o->ranks_per_node = atoi(value);
+        else if (!strcmp(arg, "--ranks-per-socket"))
+            o->ranks_per_socket = atoi(value);
         else if (!strcmp(arg, "--repeat"))
             o->repeat = atoi(value);
         else if (!strcmp(arg, "--collective")) {
@@ -118,7 +122,7 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: nbr_plan_bench [--ranks N] [--density D] [--seed S] [--block B]\n"
                         "       [--collective allgather|allgatherv|alltoallv] [--algorithm NAME]\n"
-                        "       [--ranks-per-node R] [--repeat K]\n");
+                        "       [--ranks-per-node R] [--ranks-per-socket S] [--repeat K]\n");
         return 2;
     }
     const nbr_algorithm_t *algorithm = nbr_algorithm_find(o.algorithm);
@@ -131,8 +135,10 @@ int main(int argc, char **argv)
     double t0 = now_seconds();
     if (nbr_graph_erdos_renyi(o.ranks, o.density, o.seed, &graph) != NBR_SUCCESS)
         return 1;
-    if (o.ranks_per_node > 0 &&
-        nbr_locality_virtual(o.ranks, o.ranks_per_node, 0, &locality) != NBR_SUCCESS)
+    int virtual_nodes = o.ranks_per_node > 0 || o.ranks_per_socket > 0;
+    if (virtual_nodes && nbr_locality_virtual(o.ranks, o.ranks_per_node > 0 ? o.ranks_per_node
+                                                                            : o.ranks,
+                                              o.ranks_per_socket, &locality) != NBR_SUCCESS)
         return 1;
     double t_graph = now_seconds() - t0;
     nbr_layout_t *layouts = calloc((size_t)o.ranks, sizeof(nbr_layout_t));
@@ -143,6 +149,19 @@ int main(int argc, char **argv)
     for (int r = 0; r < o.ranks; r++)
         if (make_layout(&o, &graph, r, seen, &layouts[r]) != NBR_SUCCESS)
             return 1;
+    /* halving plans from the whole job's patterns, built in one go (as in
+     * the unit tests; an MPI rank builds only its own) */
+    nbr_halving_pattern_t *patterns = NULL;
+    double t_pattern = 0;
+    if (algorithm->needs_whole_graph) {
+        patterns = calloc((size_t)o.ranks, sizeof(*patterns));
+        double tp = now_seconds();
+        if (!patterns || nbr_halving_build(o.ranks, graph.out_offsets, graph.out_targets,
+                                           virtual_nodes ? locality.socket_of : NULL, 0, NULL,
+                                           patterns) != NBR_SUCCESS)
+            return 1;
+        t_pattern = now_seconds() - tp;
+    }
     int status = 0;
     for (int rep = 0; rep < o.repeat && status == 0; rep++) {
         double t1 = now_seconds();
@@ -152,7 +171,9 @@ int main(int argc, char **argv)
                 .indegree = nbr_graph_indegree(&graph, r),
                 .outdegree = nbr_graph_outdegree(&graph, r),
                 .sources = nbr_graph_in(&graph, r), .destinations = nbr_graph_out(&graph, r),
-                .locality = o.ranks_per_node > 0 ? &locality : NULL, .layout = &layouts[r]};
+                .locality = virtual_nodes ? &locality : NULL, .layout = &layouts[r],
+                .pattern = patterns ? &patterns[r] : NULL,
+                .graph_out_offsets = graph.out_offsets, .graph_out_targets = graph.out_targets};
             nbr_plan_free(&plans[r]);
             int rc = nbr_build_plan(algorithm, &input, &plans[r]);
             if (rc != NBR_SUCCESS) {
@@ -168,9 +189,10 @@ int main(int argc, char **argv)
         for (int r = 0; r < o.ranks; r++)
             ops += plans[r].num_ops;
         printf("%s %s ranks=%d density=%.2f edges=%d block=%zu ops=%ld: "
-               "graph %.3f s, build %.3f s, verify %.3f s, build+verify %.3f s: %s\n",
+               "graph %.3f s, pattern %.3f s, build %.3f s, verify %.3f s, build+verify %.3f s: %s\n",
                algorithm->name, nbr_collective_name(o.coll), o.ranks, o.density,
-               graph.out_offsets[o.ranks], o.block, ops, t_graph, t2 - t1, t3 - t2, t3 - t1,
+               graph.out_offsets[o.ranks], o.block, ops, t_graph, t_pattern, t2 - t1, t3 - t2,
+               t3 - t1,
                rc == NBR_SUCCESS ? "verified" : message);
         status = rc == NBR_SUCCESS ? 0 : 1;
     }
@@ -181,6 +203,9 @@ int main(int argc, char **argv)
     free(plans);
     free(layouts);
     free(seen);
+    for (int r = 0; patterns && r < o.ranks; r++)
+        nbr_halving_pattern_free(&patterns[r]);
+    free(patterns);
     nbr_locality_free(&locality);
     nbr_graph_free(&graph);
     return status;

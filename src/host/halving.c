@@ -159,11 +159,12 @@ static void set_bit(word_t *set, int i)
     set[i / WORD_BITS] |= (word_t)1 << (i % WORD_BITS);
 }
 
-static int common(const word_t *a, const word_t *b, int words)
+/* |a & b| over the words listed in nz (the nonzero words of a). */
+static int common(const word_t *a, const word_t *b, const int *nz, int num_nz)
 {
     int c = 0;
-    for (int w = 0; w < words; w++)
-        c += __builtin_popcountll(a[w] & b[w]);
+    for (int i = 0; i < num_nz; i++)
+        c += __builtin_popcountll(a[nz[i]] & b[nz[i]]);
     return c;
 }
 
@@ -181,16 +182,31 @@ static int cmp_pair(const void *x, const void *y)
     return p->b - q->b;
 }
 
+/* Weights of every b in [ylo, yhi) as agent for the rank whose demand
+ * (targets over there, a bitset) is d: shared out-neighbors, plus one when
+ * b is itself a target. Sparse demands only touch their nonzero words. */
+static void weigh(const word_t *d, const word_t *outs, int ny, int words, int *nz, int *weights)
+{
+    int num_nz = 0;
+    for (int w = 0; w < words; w++)
+        if (d[w])
+            nz[num_nz++] = w;
+    for (int y = 0; y < ny; y++)
+        weights[y] = common(d, outs + (size_t)y * words, nz, num_nz) + bit(d, y);
+}
+
 /* Agents in [ylo, yhi) for the ranks of [xlo, xhi) that hold targets there. */
 static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
 {
     int nx = xhi - xlo, ny = yhi - ylo, words = (ny + WORD_BITS - 1) / WORD_BITS;
-    int rc = NBR_SUCCESS, num_pairs = 0;
+    int rc = NBR_SUCCESS, num_pairs = 0, pairs_capacity = 0;
     word_t *outs = calloc((size_t)ny * (size_t)words + 1, sizeof(word_t));
-    word_t *demand = calloc((size_t)nx * (size_t)words + 1, sizeof(word_t));
+    word_t *d = calloc((size_t)words + 1, sizeof(word_t));
+    int *nz = malloc(((size_t)words + 1) * sizeof(int));
+    int *weights = malloc(((size_t)ny + 1) * sizeof(int));
     char *needs = calloc((size_t)nx + 1, 1);
     pair_t *pairs = NULL;
-    if (!outs || !demand || !needs) {
+    if (!outs || !d || !nz || !weights || !needs) {
         rc = NBR_ERR_NOMEM;
         goto out;
     }
@@ -200,65 +216,59 @@ static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
             if (t >= ylo && t < yhi)
                 set_bit(outs + (size_t)(b - ylo) * words, t - ylo);
         }
-    long positive = 0;
-    for (int a = xlo; a < xhi; a++) {
-        word_t *d = demand + (size_t)(a - xlo) * words;
-        const holding_t *h = &s->hold[a];
-        for (int i = 0; i < h->num; i++)
-            for (int j = 0; j < h->entries[i].num_targets; j++) {
-                int t = h->entries[i].targets[j];
-                if (t >= ylo && t < yhi) {
-                    set_bit(d, t - ylo);
-                    needs[a - xlo] = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: every positive pair, taken greedily by weight; pass 1:
+         * ranks still without an agent take the least-loaded rank there */
+        for (int a = xlo; a < xhi; a++) {
+            if (pass == 1 && (!needs[a - xlo] || s->agent[a] >= 0))
+                continue;
+            memset(d, 0, (size_t)words * sizeof(word_t));
+            const holding_t *h = &s->hold[a];
+            for (int i = 0; i < h->num; i++)
+                for (int j = 0; j < h->entries[i].num_targets; j++) {
+                    int t = h->entries[i].targets[j];
+                    if (t >= ylo && t < yhi) {
+                        set_bit(d, t - ylo);
+                        needs[a - xlo] = 1;
+                    }
                 }
+            if (!needs[a - xlo])
+                continue;
+            weigh(d, outs, ny, words, nz, weights);
+            if (pass == 0) {
+                for (int y = 0; y < ny; y++) {
+                    if (weights[y] == 0)
+                        continue;
+                    NBR_CHECK(nbr_grow((void **)&pairs, &pairs_capacity, num_pairs + 1, 64,
+                                       sizeof(pair_t)));
+                    pairs[num_pairs++] = (pair_t){weights[y], a, ylo + y};
+                }
+                continue;
             }
-        if (!needs[a - xlo])
-            continue;
-        for (int b = ylo; b < yhi; b++)
-            positive += common(d, outs + (size_t)(b - ylo) * words, words) + bit(d, b - ylo) > 0;
-    }
-    pairs = malloc(((size_t)positive + 1) * sizeof(pair_t));
-    if (!pairs) {
-        rc = NBR_ERR_NOMEM;
-        goto out;
-    }
-    for (int a = xlo; a < xhi; a++) {
-        if (!needs[a - xlo])
-            continue;
-        const word_t *d = demand + (size_t)(a - xlo) * words;
-        for (int b = ylo; b < yhi; b++) {
-            int w = common(d, outs + (size_t)(b - ylo) * words, words) + bit(d, b - ylo);
-            if (w > 0)
-                pairs[num_pairs++] = (pair_t){w, a, b};
-        }
-    }
-    qsort(pairs, (size_t)num_pairs, sizeof(pair_t), cmp_pair);
-    for (int i = 0; i < num_pairs; i++)
-        if (s->agent[pairs[i].a] < 0 && s->load[pairs[i].b] == 0) {
-            s->agent[pairs[i].a] = pairs[i].b;
-            s->load[pairs[i].b] = 1;
-        }
-    /* Everyone with targets over there leaves in one message: the
-     * least-loaded rank of the half, the better weight among equals. */
-    for (int a = xlo; a < xhi; a++) {
-        if (!needs[a - xlo] || s->agent[a] >= 0)
-            continue;
-        const word_t *d = demand + (size_t)(a - xlo) * words;
-        int best = -1, best_w = -1;
-        for (int b = ylo; b < yhi; b++) {
-            int w = common(d, outs + (size_t)(b - ylo) * words, words) + bit(d, b - ylo);
-            if (best < 0 || s->load[b] < s->load[best] ||
-                (s->load[b] == s->load[best] && w > best_w)) {
-                best = b;
-                best_w = w;
+            int best = -1;
+            for (int y = 0; y < ny; y++) {
+                int b = ylo + y;
+                if (best < 0 || s->load[b] < s->load[best] ||
+                    (s->load[b] == s->load[best] && weights[y] > weights[best - ylo]))
+                    best = b;
             }
+            s->agent[a] = best;
+            s->load[best]++;
         }
-        s->agent[a] = best;
-        s->load[best]++;
+        if (pass == 0) {
+            qsort(pairs, (size_t)num_pairs, sizeof(pair_t), cmp_pair);
+            for (int i = 0; i < num_pairs; i++)
+                if (s->agent[pairs[i].a] < 0 && s->load[pairs[i].b] == 0) {
+                    s->agent[pairs[i].a] = pairs[i].b;
+                    s->load[pairs[i].b] = 1;
+                }
+        }
     }
 out:
     free(outs);
-    free(demand);
+    free(d);
+    free(nz);
+    free(weights);
     free(needs);
     free(pairs);
     return rc;
