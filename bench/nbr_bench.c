@@ -428,7 +428,10 @@ typedef struct topo {
     int *out_occ; /* out_occ[j]: earlier slots naming the same target */
     int nnodes;
     int *node_of;   /* node of every rank */
-    int *socket_of; /* socket (within its node) of every rank */
+    int *socket_of; /* socket of every rank (nbrcoll numbers them over the
+                       job; compared only together with node_of) */
+    int nsockets;   /* distinct (node, socket) pairs */
+    int socket_max; /* L: the most ranks on one socket */
 } topo_t;
 
 /* Occurrence index of every slot: the k-th edge s->d in s's out-list is
@@ -480,6 +483,49 @@ static void free_topo(topo_t *t)
     free(t->socket_of);
 }
 
+static int cmp_pair(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+    if (x[0] != y[0])
+        return (x[0] > y[0]) - (x[0] < y[0]);
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Number of sockets and L, the largest number of ranks on one socket, from
+ * the (node, socket) pairs: what halving's off-socket bound is about. */
+static void count_sockets(topo_t *t)
+{
+    int *pairs = malloc(2 * (size_t)t->nranks * sizeof *pairs);
+    if (!pairs)
+        die_nbr(NBR_ERR_NOMEM, "count_sockets");
+    for (int r = 0; r < t->nranks; r++) {
+        pairs[2 * r] = t->node_of[r];
+        pairs[2 * r + 1] = t->socket_of[r];
+    }
+    qsort(pairs, (size_t)t->nranks, 2 * sizeof *pairs, cmp_pair);
+    t->nsockets = 0;
+    t->socket_max = 0;
+    for (int r = 0, run = 0; r < t->nranks; r++) {
+        int same = r > 0 && cmp_pair(&pairs[2 * r], &pairs[2 * r - 2]) == 0;
+        run = same ? run + 1 : 1;
+        t->nsockets += !same;
+        t->socket_max = run > t->socket_max ? run : t->socket_max;
+    }
+    free(pairs);
+}
+
+/* halving's bound on off-socket messages per rank per call,
+ * ceil(log2(n / L)) + 1, in integers; 0 when one socket holds every rank. */
+static int offsock_bound(const topo_t *t)
+{
+    if (t->socket_max <= 0 || t->nranks <= t->socket_max)
+        return 0;
+    int k = 0;
+    while ((int64_t)t->socket_max << k < (int64_t)t->nranks)
+        k++;
+    return k + 1;
+}
+
 /* Node map as nbrcoll sees it on comm, gathered for every rank. */
 static void gather_locality(MPI_Comm comm, topo_t *t)
 {
@@ -496,6 +542,7 @@ static void gather_locality(MPI_Comm comm, topo_t *t)
         t->socket_of[r] = both[2 * r + 1];
     }
     free(both);
+    count_sockets(t);
 }
 
 /* ====================================================== communicators */
@@ -951,6 +998,9 @@ typedef struct result {
     double median_us, min_us, max_us;
     double gbps; /* largest per-rank receive volume / median, 1e9 B/s */
     double inter_msgs, inter_bytes, offsock_msgs; /* per rank per call */
+    double intrasock_msgs; /* to other ranks on the same socket, per rank
+                              per call */
+    double offsock_max;    /* off-socket messages per call, max over ranks */
     traffic_kind_t counted;
 } result_t;
 
@@ -1012,11 +1062,14 @@ static uint64_t send_bytes_on(const layout_t *L, coll_kind_t coll, int j)
 }
 
 /* What the MPI library sends: one message per edge; an edge leaving the
- * node is inter-node, one leaving the (node, socket) pair is off-socket. */
+ * node is inter-node, one leaving the (node, socket) pair is off-socket,
+ * one to another rank of the same socket intra-socket; a self-loop is a
+ * local copy, no message. */
 static void model_traffic(const layout_t *L, const topo_t *t,
                           coll_kind_t coll, result_t *r)
 {
-    double v[3] = {0, 0, 0}; /* inter msgs, inter bytes, off-socket msgs */
+    /* inter msgs, inter bytes, off-socket msgs, intra-socket msgs */
+    double v[4] = {0, 0, 0, 0};
     int me = t->rank;
     for (int j = 0; j < t->outdeg; j++) {
         int d = t->out[j];
@@ -1027,11 +1080,17 @@ static void model_traffic(const layout_t *L, const topo_t *t,
         }
         if (other_node || t->socket_of[d] != t->socket_of[me])
             v[2] += 1;
+        else if (d != me)
+            v[3] += 1;
     }
-    MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double mine = v[2];
+    MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &r->offsock_max, 1, MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
     r->inter_msgs = v[0] / t->nranks;
     r->inter_bytes = v[1] / t->nranks;
     r->offsock_msgs = v[2] / t->nranks;
+    r->intrasock_msgs = v[3] / t->nranks;
     r->counted = TRAFFIC_MODEL;
 }
 
@@ -1044,13 +1103,20 @@ static uint64_t measured_traffic(const bench_alg_t *a, const topo_t *t,
     int rc = nbr_get_counters(a->comm, &c);
     if (rc != NBR_SUCCESS)
         die_nbr(rc, "nbr_get_counters");
-    uint64_t v[4] = {c.msgs_inter_node, c.bytes_inter_node,
-                     c.msgs_off_socket, c.calls};
-    MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    /* every message is intra- or inter-node; the off-socket ones are
+     * among them, the rest stay on the socket */
+    uint64_t v[5] = {c.msgs_inter_node, c.bytes_inter_node,
+                     c.msgs_off_socket, c.calls,
+                     c.msgs_intra_node + c.msgs_inter_node - c.msgs_off_socket};
+    double mine = (double)c.msgs_off_socket / iters;
+    MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &r->offsock_max, 1, MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
     double per = (double)t->nranks * iters;
     r->inter_msgs = (double)v[0] / per;
     r->inter_bytes = (double)v[1] / per;
     r->offsock_msgs = (double)v[2] / per;
+    r->intrasock_msgs = (double)v[4] / per;
     r->counted = TRAFFIC_MEASURED;
     return v[3];
 }
@@ -1098,8 +1164,11 @@ static void print_header(const options_t *o, const topo_t *t,
     if (o->ranks_per_socket)
         snprintf(sockets, sizeof sockets, "virtual, %d ranks each",
                  o->ranks_per_socket);
-    printf("# ranks %d, nodes %d (%s), sockets %s\n", t->nranks, t->nnodes,
-           nodes, sockets);
+    printf("# ranks %d, nodes %d (%s), sockets %d (%s)\n", t->nranks,
+           t->nnodes, nodes, t->nsockets, sockets);
+    printf("# L = %d ranks per socket at most; halving's off-socket bound "
+           "ceil(log2(n/L)) + 1 = %d messages per rank per call\n",
+           t->socket_max, offsock_bound(t));
     printf("# edges %ld; in-degree avg %.2f (min %d, max %d); out-degree avg "
            "%.2f (min %d, max %d)\n",
            edges, avg, inmin, inmax, avg, outmin, outmax);
@@ -1123,11 +1192,13 @@ static void print_header(const options_t *o, const topo_t *t,
     }
     printf("# GB/s = largest per-rank receive volume / median time, "
            "1e9 B/s\n");
-    printf("# traffic per rank per call; counted: measured = nbrcoll "
-           "counters, model = one message per edge\n");
-    printf("%8s  %-12s %11s %11s %11s %8s %9s %11s %13s %11s  %s\n", "bytes",
-           "algorithm", "median_us", "min_us", "max_us", "speedup", "GB/s",
-           "inter_msgs", "inter_bytes", "offsock", "counted");
+    printf("# traffic per rank per call, mean over ranks (offsock_max: the "
+           "most of any rank); counted: measured = nbrcoll counters, "
+           "model = one message per edge\n");
+    printf("%8s  %-12s %11s %11s %11s %8s %9s %11s %13s %8s %9s %11s  %s\n",
+           "bytes", "algorithm", "median_us", "min_us", "max_us", "speedup",
+           "GB/s", "inter_msgs", "inter_bytes", "offsock", "intrasock",
+           "offsock_max", "counted");
     fflush(stdout);
 }
 
@@ -1150,53 +1221,62 @@ static void format_gbps(const result_t *r, int prec, char *buf, size_t n)
         snprintf(buf, n, "-");
 }
 
-/* The three traffic numbers as text (bytes with bprec decimals, messages
- * with mprec); "-" for the copy row. */
+#define NTRAFFIC 5
+
+/* The traffic numbers as text: inter msgs, inter bytes, off-socket,
+ * intra-socket, off-socket max (bytes with bprec decimals, messages with
+ * mprec); "-" for the copy row. */
 static void format_traffic(const result_t *r, int mprec, int bprec,
-                           char out[3][32])
+                           char out[NTRAFFIC][32])
 {
     if (r->counted == TRAFFIC_NONE) {
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < NTRAFFIC; i++)
             snprintf(out[i], 32, "-");
         return;
     }
     snprintf(out[0], 32, "%.*f", mprec, r->inter_msgs);
     snprintf(out[1], 32, "%.*f", bprec, r->inter_bytes);
     snprintf(out[2], 32, "%.*f", mprec, r->offsock_msgs);
+    snprintf(out[3], 32, "%.*f", mprec, r->intrasock_msgs);
+    snprintf(out[4], 32, "%.*f", mprec, r->offsock_max);
 }
 
 static void print_row(const result_t *r, const result_t *mpi, uint64_t bytes)
 {
-    char sz[32], sp[32], bw[32], tr[3][32];
+    char sz[32], sp[32], bw[32], tr[NTRAFFIC][32];
     size_label(bytes, sz, sizeof sz);
     format_speedup(r, mpi, 2, sp, sizeof sp);
     format_gbps(r, 2, bw, sizeof bw);
     format_traffic(r, 2, 1, tr);
-    printf("%8s  %-12s %11.2f %11.2f %11.2f %8s %9s %11s %13s %11s  %s\n",
+    printf("%8s  %-12s %11.2f %11.2f %11.2f %8s %9s %11s %13s %8s %9s %11s"
+           "  %s\n",
            sz, r->alg, r->median_us, r->min_us, r->max_us, sp, bw, tr[0],
-           tr[1], tr[2], traffic_names[r->counted]);
+           tr[1], tr[2], tr[3], tr[4], traffic_names[r->counted]);
 }
 
 /* New columns go at the end, so scripts indexing the old ones still work. */
 static const char csv_header[] =
     "pattern,ranks,nodes,collective,algorithm,bytes,median_us,min_us,max_us,"
     "speedup_vs_mpi,inter_msgs_per_rank,inter_bytes_per_rank,"
-    "offsocket_msgs_per_rank,counted,bandwidth_GBps,memory\n";
+    "offsocket_msgs_per_rank,counted,bandwidth_GBps,memory,"
+    "intrasocket_msgs_per_rank,offsocket_msgs_max_per_rank\n";
 
 /* The pattern label contains commas, so it is quoted (RFC 4180). */
 static void csv_row(FILE *f, const options_t *o, const topo_t *t,
                     const result_t *r, const result_t *mpi, uint64_t bytes)
 {
-    char pat[64], sp[32], bw[32], tr[3][32];
+    char pat[64], sp[32], bw[32], tr[NTRAFFIC][32];
     pattern_label(o, pat, sizeof pat);
     format_speedup(r, mpi, 4, sp, sizeof sp);
     format_gbps(r, 4, bw, sizeof bw);
     format_traffic(r, 4, 2, tr);
-    fprintf(f, "\"%s\",%d,%d,%s,%s,%llu,%.3f,%.3f,%.3f,%s,%s,%s,%s,%s,%s,%s\n",
+    fprintf(f,
+            "\"%s\",%d,%d,%s,%s,%llu,%.3f,%.3f,%.3f,%s,%s,%s,%s,%s,%s,%s,%s,"
+            "%s\n",
             pat, t->nranks, t->nnodes, coll_names[o->coll], r->alg,
             (unsigned long long)bytes, r->median_us, r->min_us, r->max_us, sp,
             tr[0], tr[1], tr[2], traffic_names[r->counted], bw,
-            o->memory == MEMORY_DEVICE ? "device" : "host");
+            o->memory == MEMORY_DEVICE ? "device" : "host", tr[3], tr[4]);
 }
 
 /* ============================================================ the sweep */
@@ -1280,6 +1360,7 @@ static void measure_one(bench_t *b, int a, layout_t *L, uint64_t recv_max,
     if (alg->is_copy) {
         r->counted = TRAFFIC_NONE;
         r->inter_msgs = r->inter_bytes = r->offsock_msgs = 0;
+        r->intrasock_msgs = r->offsock_max = 0;
         return;
     }
     if (alg->is_mpi) {
@@ -1288,6 +1369,12 @@ static void measure_one(bench_t *b, int a, layout_t *L, uint64_t recv_max,
     }
     uint64_t calls = measured_traffic(alg, b->t, b->o->iters, r);
     uint64_t expect = (uint64_t)b->t->nranks * (uint64_t)b->o->iters;
+    int bound = offsock_bound(b->t);
+    if (strcmp(alg->name, "halving") == 0 && r->offsock_max > bound &&
+        b->t->rank == 0)
+        printf("# WARNING: halving sent %.2f off-socket messages per call "
+               "on some rank, above its bound %d\n",
+               r->offsock_max, bound);
     if (calls != expect && b->t->rank == 0)
         printf("# WARNING: %s counted %llu calls over all ranks, expected "
                "%llu\n",
