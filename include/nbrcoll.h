@@ -43,6 +43,9 @@
  *                                               pointers (default: ask MPI)
  *   nbr_staging_chunk    / NBR_STAGING_CHUNK    bytes per chunk of staged
  *                                               inter-node messages (1 MiB)
+ *   nbr_combining_theta  / NBR_COMBINING_THETA  combining: ranks sharing at
+ *                                               least this many out-
+ *                                               neighbors combine (2)
  *
  * Thread safety: calls on different communicators may run concurrently from
  * different threads (with MPI_THREAD_MULTIPLE); calls on one communicator

@@ -16,6 +16,11 @@ static const nbr_algorithm_t algorithms[NBR_NUM_ALGORITHMS] = {
      "the other half's traffic to one agent there, then deliver inside the socket "
      "(small and medium messages, CPU clusters)",
      nbr_build_halving, 0, 1, nbr_build_halving_pattern, nbr_free_halving_pattern},
+    {NBR_ALG_COMBINING, "combining",
+     "common-neighbor message combining allgather: friends (ranks sharing at least "
+     "nbr_combining_theta out-neighbors) swap blocks and split their common neighbors, "
+     "each sending both blocks in one message to its half",
+     nbr_build_combining, 0, 1, nbr_build_combining_pattern, nbr_free_combining_pattern},
 };
 
 const nbr_algorithm_t *nbr_algorithm_find(const char *name)

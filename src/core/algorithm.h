@@ -29,6 +29,7 @@ typedef struct nbr_plan_input {
      * that plan globally (halving); NULL unless the algorithm asks. */
     const int *graph_out_offsets;
     const int *graph_out_targets;
+    int combining_theta; /* combining: friends share at least this many */
 } nbr_plan_input_t;
 
 typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan);
@@ -37,6 +38,7 @@ typedef enum nbr_algorithm_id {
     NBR_ALG_NAIVE = 0,
     NBR_ALG_LEADER = 1,
     NBR_ALG_HALVING = 2,
+    NBR_ALG_COMBINING = 3,
     NBR_NUM_ALGORITHMS
 } nbr_algorithm_id_t;
 
@@ -71,5 +73,8 @@ void nbr_free_leader_pattern(void *pattern);
 int nbr_build_halving(const nbr_plan_input_t *input, nbr_plan_t *plan);
 int nbr_build_halving_pattern(const nbr_plan_input_t *input, void **pattern);
 void nbr_free_halving_pattern(void *pattern);
+int nbr_build_combining(const nbr_plan_input_t *input, nbr_plan_t *plan);
+int nbr_build_combining_pattern(const nbr_plan_input_t *input, void **pattern);
+void nbr_free_combining_pattern(void *pattern);
 
 #endif

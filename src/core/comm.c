@@ -301,6 +301,7 @@ static nbr_plan_input_t plan_input(const nbr_comm_t *state)
         .leader_min_bytes = (size_t)state->config.leader_min_bytes,
         .graph_out_offsets = state->graph_out_offsets,
         .graph_out_targets = state->graph_out_targets,
+        .combining_theta = state->config.combining_theta,
         .describe = state->config.dump_dir[0] != '\0',
     };
     return input;

@@ -125,6 +125,14 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
         rc = NBR_ERR_INFO;
         goto out;
     }
+    config->combining_theta = 2; /* one shared neighbor saves no message */
+    NBR_CHECK(load_int(info, "nbr_combining_theta", "NBR_COMBINING_THETA",
+                       &config->combining_theta));
+    if (config->combining_theta < 1) {
+        NBR_ERROR("nbr_combining_theta: %d; at least 1", config->combining_theta);
+        rc = NBR_ERR_INFO;
+        goto out;
+    }
     config->gpu_aware_mpi = -1;
     const char *aware = getenv("NBR_GPU_AWARE_MPI");
     if (aware && *aware) {

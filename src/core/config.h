@@ -28,6 +28,7 @@ typedef struct nbr_config {
     nbr_memory_mode_t memory;     /* nbr_memory / NBR_MEMORY */
     int staging_chunk;            /* bytes per staged inter-node chunk */
     int gpu_aware_mpi;            /* NBR_GPU_AWARE_MPI; -1: ask MPI */
+    int combining_theta;          /* nbr_combining_theta: friends share >= this */
 } nbr_config_t;
 
 /* Defaults, then info (may be MPI_INFO_NULL), then the environment. */

@@ -117,6 +117,7 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
         input.pattern = patterns.empty() ? nullptr : patterns[r];
         input.graph_out_offsets = graph_->out_offsets;
         input.graph_out_targets = graph_->out_targets;
+        input.combining_theta = combining_theta;
         nbr_plan_free(&plans[r]);
         int rc = nbr_build_plan(algorithm, &input, &plans[r]);
         if (rc != NBR_SUCCESS) {

@@ -55,6 +55,7 @@ public:
     std::vector<nbr_plan_t> plans;
     std::vector<nbr_layout_t> layouts;
     size_t leader_min_bytes = 0;
+    int combining_theta = 2;
     std::vector<const void *> patterns; // per rank, when set: the algorithm's pattern
 
 private:

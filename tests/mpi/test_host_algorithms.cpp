@@ -1,6 +1,7 @@
-// halving under MPI: virtual sockets (nbr_ranks_per_socket, 2 unless the
-// environment says otherwise), every call bit-exact against
-// MPI_Neighbor_allgather(v), and the off-socket bound on the counters.
+// The host algorithms halving and combining under MPI: virtual sockets
+// (nbr_ranks_per_socket, 2 unless the environment says otherwise), every
+// call bit-exact against MPI_Neighbor_allgather(v), blocking, nonblocking
+// and persistent; for halving also the off-socket bound on the counters.
 #include "mpi_cases.h"
 #include "mpi_harness.h"
 
@@ -20,7 +21,7 @@ using nbrtest::world_size;
 
 namespace {
 
-struct Halving : nbrtest::MpiTest {};
+struct HostAlgorithms : nbrtest::MpiTest {};
 
 int ranks_per_socket()
 {
@@ -30,19 +31,21 @@ int ranks_per_socket()
 
 int count_of(int rank, int n) { return n == 0 ? 0 : n + (rank * 7) % 11; }
 
-void check_graph(const nbr_graph_t *g, const std::string &what)
+void check_graph(const nbr_graph_t *g, const std::string &what, const char *algorithm)
 {
-    nbrtest::RankComm c(g, {{"nbr_algorithm", "halving"}, {"nbr_ranks_per_socket", "2"}});
+    nbrtest::RankComm c(g, {{"nbr_algorithm", algorithm}, {"nbr_ranks_per_socket", "2"}});
     int rc = c.rc;
     EXPECT_EQ(rc, NBR_SUCCESS) << what << ": " << nbr_error_string(rc);
     if (!all_ranks(rc == NBR_SUCCESS))
         return;
     const char *name = nullptr;
     EXPECT_EQ(nbr_comm_algorithm(c.comm, &name), NBR_SUCCESS);
-    EXPECT_STREQ(name, "halving");
+    EXPECT_STREQ(name, algorithm);
     const int me = world_rank(), indeg = (int)c.in.size(), P = world_size();
     const int L = ranks_per_socket();
-    const int bound = P > L ? (int)std::ceil(std::log2((double)P / L)) + 1 : 0;
+    const int bound = std::string(algorithm) != "halving" ? P
+                      : P > L ? (int)std::ceil(std::log2((double)P / L)) + 1
+                              : 0;
     for (int n : {0, 1, 7, 1000, 65537}) {
         std::vector<int> send(n + 1), got((size_t)n * indeg + 1, -1),
             want((size_t)n * indeg + 1, -1);
@@ -97,26 +100,30 @@ void check_graph(const nbr_graph_t *g, const std::string &what)
     }
 }
 
-TEST_F(Halving, ErdosRenyi)
+class PerAlgorithm : public HostAlgorithms, public ::testing::WithParamInterface<const char *> {};
+
+TEST_P(PerAlgorithm, ErdosRenyi)
 {
     for (double density : {0.05, 0.3, 0.7, 1.0}) {
         nbr_graph_t g;
         nbr_graph_erdos_renyi(world_size(), density, 17, &g);
-        check_graph(&g, "rsg " + std::to_string(density));
+        check_graph(&g, "rsg " + std::to_string(density), GetParam());
         nbr_graph_free(&g);
     }
 }
 
-TEST_F(Halving, MooreAndMultigraphs)
+TEST_P(PerAlgorithm, MooreAndMultigraphs)
 {
     nbr_graph_t g;
     nbr_graph_moore(world_size(), 2, 2, &g);
-    check_graph(&g, "moore d2 r2");
+    check_graph(&g, "moore d2 r2", GetParam());
     nbr_graph_free(&g);
     nbr_graph_random_multi(world_size(), 6, 3, &g);
-    check_graph(&g, "multigraph");
+    check_graph(&g, "multigraph", GetParam());
     nbr_graph_free(&g);
 }
+
+INSTANTIATE_TEST_SUITE_P(Host, PerAlgorithm, ::testing::Values("halving", "combining"));
 
 }  // namespace
 

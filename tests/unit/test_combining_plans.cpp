@@ -1,0 +1,211 @@
+// Common-neighbor message combining: the pattern's rules (Fig. 1 of the
+// paper, the sorted-halves split) and the verifier over seeded graphs.
+#include "plan_fixture.h"
+
+extern "C" {
+#include "host/combining.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const nbr_algorithm_t *combining() { return nbr_algorithm_find("combining"); }
+
+struct Patterns {
+    std::vector<nbr_combining_pattern_t> p;
+    int rc;
+    Patterns(const nbr_graph_t &g, int theta)
+        : p(g.nranks),
+          rc(nbr_combining_build(g.nranks, g.out_offsets, g.out_targets, theta, nullptr, p.data()))
+    {
+    }
+    ~Patterns()
+    {
+        if (rc == NBR_SUCCESS)
+            for (auto &x : p)
+                nbr_combining_pattern_free(&x);
+    }
+    std::vector<const void *> pointers() const
+    {
+        std::vector<const void *> v;
+        for (auto &x : p)
+            v.push_back(&x);
+        return v;
+    }
+};
+
+struct Graph {
+    nbr_graph_t g{};
+    ~Graph() { nbr_graph_free(&g); }
+};
+
+// Messages a rank sends per call.
+int messages(const nbr_plan_t &plan)
+{
+    int k = 0;
+    for (int i = 0; i < plan.num_ops; i++)
+        k += plan.ops[i].kind == NBR_OP_SEND;
+    return k;
+}
+
+// The paper's Fig. 1: p1 = 0 and p2 = 1 share k = 7 out-neighbors 2..8.
+TEST(CombiningPlans, Fig1TwoFriendsSplitTheirCommonNeighbors)
+{
+    Graph G;
+    std::vector<int> s, d;
+    for (int p = 0; p < 2; p++)
+        for (int t = 2; t < 9; t++) {
+            s.push_back(p);
+            d.push_back(t);
+        }
+    ASSERT_EQ(nbr_graph_from_edges(9, (long)s.size(), s.data(), d.data(), &G.g), NBR_SUCCESS);
+    Patterns pats(G.g, 2);
+    ASSERT_EQ(pats.rc, NBR_SUCCESS);
+    const nbr_combining_pattern_t &a = pats.p[0], &b = pats.p[1];
+    ASSERT_EQ(a.num_pairs, 1);
+    ASSERT_EQ(b.num_pairs, 1);
+    EXPECT_EQ(a.pairs[0].friend_rank, 1);
+    EXPECT_EQ(b.pairs[0].friend_rank, 0);
+    // sorted halves, the lower rank takes the first (larger) half
+    EXPECT_EQ(std::vector<int>(a.pairs[0].on, a.pairs[0].on + a.pairs[0].num_on),
+              (std::vector<int>{2, 3, 4, 5}));
+    EXPECT_EQ(std::vector<int>(b.pairs[0].on, b.pairs[0].on + b.pairs[0].num_on),
+              (std::vector<int>{6, 7, 8}));
+    EXPECT_EQ(a.num_direct + b.num_direct, 0);
+    for (int t = 2; t < 9; t++) {
+        ASSERT_EQ(pats.p[t].num_in, 1) << "neighbor " << t << " receives one combined message";
+        EXPECT_EQ(pats.p[t].in[0].sender, t < 6 ? 0 : 1);
+        EXPECT_EQ(pats.p[t].in[0].blocks[0], 0);
+        EXPECT_EQ(pats.p[t].in[0].blocks[1], 1);
+    }
+    LayoutParams lp;
+    WholeJob w(&G.g, lp);
+    w.patterns = pats.pointers();
+    ASSERT_EQ(w.build(combining()), NBR_SUCCESS) << w.message();
+    ASSERT_EQ(w.verify(), NBR_SUCCESS) << w.message();
+    EXPECT_EQ(messages(w.plans[0]), 1 + 4) << "k/2 + 1 stages instead of k";
+    EXPECT_EQ(messages(w.plans[1]), 1 + 3);
+}
+
+TEST(CombiningPlans, ThetaLimitsFriendship)
+{
+    Graph G; // 0 and 1 share two neighbors
+    std::vector<int> s{0, 0, 1, 1}, d{2, 3, 2, 3};
+    ASSERT_EQ(nbr_graph_from_edges(4, 4, s.data(), d.data(), &G.g), NBR_SUCCESS);
+    Patterns two(G.g, 2), three(G.g, 3);
+    EXPECT_EQ(two.p[0].num_pairs, 1);
+    EXPECT_EQ(three.p[0].num_pairs, 0);
+    EXPECT_EQ(three.p[0].num_direct, 2) << "no friends: everything goes directly";
+}
+
+TEST(CombiningPlans, PairsAreMutualAndCoverEveryEdgeOnce)
+{
+    Graph G;
+    ASSERT_EQ(nbr_graph_erdos_renyi(40, 0.5, 3, &G.g), NBR_SUCCESS);
+    Patterns pats(G.g, 2);
+    ASSERT_EQ(pats.rc, NBR_SUCCESS);
+    for (int p = 0; p < 40; p++) {
+        std::set<int> covered;
+        for (int i = 0; i < pats.p[p].num_pairs; i++) {
+            const nbr_combining_pair_t &x = pats.p[p].pairs[i];
+            bool mutual = false;
+            for (int j = 0; j < pats.p[x.friend_rank].num_pairs; j++)
+                mutual |= pats.p[x.friend_rank].pairs[j].friend_rank == p;
+            EXPECT_TRUE(mutual) << p << " pairs with " << x.friend_rank << " alone";
+        }
+        // every distinct out-neighbor gets p's block exactly once
+        std::multiset<int> got;
+        for (int t = 0; t < 40; t++)
+            for (int k = 0; k < pats.p[t].num_in; k++)
+                for (int b = 0; b < 2; b++)
+                    if (pats.p[t].in[k].blocks[b] == p)
+                        got.insert(t);
+        std::set<int> want;
+        for (int e = G.g.out_offsets[p]; e < G.g.out_offsets[p + 1]; e++)
+            if (G.g.out_targets[e] != p)
+                want.insert(G.g.out_targets[e]);
+        EXPECT_EQ(got.size(), want.size()) << "rank " << p;
+        EXPECT_EQ(std::set<int>(got.begin(), got.end()), want) << "rank " << p;
+    }
+}
+
+TEST(CombiningPlans, SameGraphSamePlan)
+{
+    Graph a, b;
+    ASSERT_EQ(nbr_graph_erdos_renyi(48, 0.4, 8, &a.g), NBR_SUCCESS);
+    ASSERT_EQ(nbr_graph_erdos_renyi(48, 0.4, 8, &b.g), NBR_SUCCESS);
+    Patterns pa(a.g, 2), pb(b.g, 2);
+    for (int r = 0; r < 48; r++) {
+        ASSERT_EQ(pa.p[r].num_pairs, pb.p[r].num_pairs) << "rank " << r;
+        for (int i = 0; i < pa.p[r].num_pairs; i++)
+            EXPECT_EQ(pa.p[r].pairs[i].friend_rank, pb.p[r].pairs[i].friend_rank);
+    }
+}
+
+TEST(CombiningPlans, VerifierOverSeededGraphs)
+{
+    const double deltas[] = {0.05, 0.2, 0.4, 0.8};
+    const int thetas[] = {1, 2, 4};
+    int graphs = 0;
+    for (int i = 0; i < 240; i++) {
+        Graph G;
+        const int n = 2 + (i * 29) % 70, theta = thetas[i % 3];
+        if (i % 5 == 4)
+            ASSERT_EQ(nbr_graph_random_multi(n, 6, 500 + i, &G.g), NBR_SUCCESS);
+        else
+            ASSERT_EQ(nbr_graph_erdos_renyi(n, deltas[i % 4], 500 + i, &G.g), NBR_SUCCESS);
+        Patterns pats(G.g, theta);
+        ASSERT_EQ(pats.rc, NBR_SUCCESS);
+        LayoutParams lp;
+        lp.block = 1 + i % 17;
+        WholeJob w(&G.g, lp);
+        w.combining_theta = theta;
+        w.patterns = pats.pointers();
+        std::ostringstream what;
+        what << "graph " << i << " n=" << n << " theta=" << theta;
+        ASSERT_EQ(w.build(combining()), NBR_SUCCESS) << what.str() << ": " << w.message();
+        ASSERT_EQ(w.verify(), NBR_SUCCESS) << what.str() << ": " << w.message();
+        graphs++;
+    }
+    for (int d = 1; d <= 3; d++)
+        for (int r = 1; r <= 2; r++) {
+            Graph G;
+            const int n = d == 1 ? 30 : d == 2 ? 64 : 125;
+            ASSERT_EQ(nbr_graph_moore(n, d, r, &G.g), NBR_SUCCESS);
+            Patterns pats(G.g, 2);
+            LayoutParams lp;
+            WholeJob w(&G.g, lp);
+            w.patterns = pats.pointers();
+            ASSERT_EQ(w.build(combining()), NBR_SUCCESS) << w.message();
+            ASSERT_EQ(w.verify(), NBR_SUCCESS) << "moore d" << d << " r" << r << ": " << w.message();
+            graphs++;
+        }
+    EXPECT_GE(graphs, 246);
+}
+
+// Dense graphs: fewer messages than naive.
+TEST(CombiningPlans, FewerMessagesThanNaiveOnDenseGraphs)
+{
+    Graph G;
+    ASSERT_EQ(nbr_graph_erdos_renyi(64, 0.8, 12, &G.g), NBR_SUCCESS);
+    Patterns pats(G.g, 2);
+    LayoutParams lp;
+    WholeJob w(&G.g, lp), naive(&G.g, lp);
+    w.patterns = pats.pointers();
+    ASSERT_EQ(w.build(combining()), NBR_SUCCESS);
+    ASSERT_EQ(naive.build(nbr_algorithm_find("naive")), NBR_SUCCESS);
+    long ours = 0, base = 0;
+    for (int r = 0; r < 64; r++) {
+        ours += messages(w.plans[r]);
+        base += messages(naive.plans[r]);
+    }
+    EXPECT_LT(ours, base * 3 / 4) << "combining " << ours << " vs naive " << base;
+}
+
+}  // namespace
