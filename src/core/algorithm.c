@@ -6,21 +6,23 @@
 static const nbr_algorithm_t algorithms[NBR_NUM_ALGORITHMS] = {
     {NBR_ALG_NAIVE, "naive",
      "one isend/irecv per edge, as MPI libraries do: the baseline",
-     nbr_build_naive, 0, 0, NULL, NULL},
+     nbr_build_naive, 0, 0, NULL, NULL, NULL},
     {NBR_ALG_LEADER, "leader",
      "topology- and load-aware allgather(v): blocks cross to a node once, "
      "scattered over its leader GPUs, then redistributed (large messages)",
-     nbr_build_leader, 1, 0, nbr_build_leader_pattern, nbr_free_leader_pattern},
+     nbr_build_leader, 1, 0, NULL, nbr_build_leader_pattern, nbr_free_leader_pattern},
     {NBR_ALG_HALVING, "halving",
      "distance halving allgather: ranks halve the job recursively, each handing "
      "the other half's traffic to one agent there, then deliver inside the socket "
      "(small and medium messages, CPU clusters)",
-     nbr_build_halving, 0, 1, nbr_build_halving_pattern, nbr_free_halving_pattern},
+     nbr_build_halving, 0, 1, nbr_halving_size_plan, nbr_build_halving_pattern,
+     nbr_free_halving_pattern},
     {NBR_ALG_COMBINING, "combining",
      "common-neighbor message combining allgather: friends (ranks sharing at least "
      "nbr_combining_theta out-neighbors) swap blocks and split their common neighbors, "
      "each sending both blocks in one message to its half",
-     nbr_build_combining, 0, 1, nbr_build_combining_pattern, nbr_free_combining_pattern},
+     nbr_build_combining, 0, 1, NULL, nbr_build_combining_pattern,
+     nbr_free_combining_pattern},
 };
 
 const nbr_algorithm_t *nbr_algorithm_find(const char *name)

@@ -30,6 +30,10 @@ typedef struct nbr_plan_input {
     const int *graph_out_offsets;
     const int *graph_out_targets;
     int combining_theta; /* combining: friends share at least this many */
+    /* allgatherv through relays (halving): bytes of every block this rank
+     * handles, by source rank, from the size round of the call; NULL
+     * otherwise (the builder then falls back to naive). */
+    const size_t *block_sizes;
 } nbr_plan_input_t;
 
 typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan);
@@ -49,6 +53,9 @@ typedef struct nbr_algorithm {
     nbr_build_plan_fn build; /* fills a plan (not sealed) */
     int needs_node_in_lists; /* set-up gathers node_in_lists for it */
     int needs_whole_graph;   /* set-up gathers every rank's out-list */
+    /* allgatherv: relays forward blocks whose size they cannot know; each
+     * call first moves the sizes along the pattern (size_plan) */
+    int (*size_plan)(const nbr_plan_input_t *input, nbr_plan_t *plan, size_t *offset_of);
     /* optional: the count-independent part, built once per communicator */
     int (*build_pattern)(const nbr_plan_input_t *input, void **pattern);
     void (*free_pattern)(void *pattern);
@@ -73,6 +80,7 @@ void nbr_free_leader_pattern(void *pattern);
 int nbr_build_halving(const nbr_plan_input_t *input, nbr_plan_t *plan);
 int nbr_build_halving_pattern(const nbr_plan_input_t *input, void **pattern);
 void nbr_free_halving_pattern(void *pattern);
+int nbr_halving_size_plan(const nbr_plan_input_t *input, nbr_plan_t *plan, size_t *offset_of);
 int nbr_build_combining(const nbr_plan_input_t *input, nbr_plan_t *plan);
 int nbr_build_combining_pattern(const nbr_plan_input_t *input, void **pattern);
 void nbr_free_combining_pattern(void *pattern);

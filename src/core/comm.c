@@ -288,8 +288,7 @@ static void dump_plan(const nbr_comm_t *state, const nbr_plan_t *plan)
     fclose(file);
 }
 
-/* What a builder sees of this communicator (layout and pattern aside). */
-static nbr_plan_input_t plan_input(const nbr_comm_t *state)
+nbr_plan_input_t nbr_comm_plan_input(const nbr_comm_t *state)
 {
     nbr_plan_input_t input = {
         .rank = state->rank, .nranks = state->nranks,
@@ -312,14 +311,16 @@ static int build_pattern(nbr_comm_t *state)
 {
     if (!state->algorithm->build_pattern)
         return NBR_SUCCESS;
-    nbr_plan_input_t input = plan_input(state);
+    nbr_plan_input_t input = nbr_comm_plan_input(state);
     return state->algorithm->build_pattern(&input, &state->pattern);
 }
 
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                  const nbr_layout_t *layout, nbr_shared_plan_t **out_plan)
+                  const nbr_layout_t *layout, const size_t *block_sizes,
+                  nbr_shared_plan_t **out_plan)
 {
-    int cacheable = algorithm == state->algorithm;
+    /* plans that depend on other ranks' sizes are this call's alone */
+    int cacheable = algorithm == state->algorithm && !block_sizes;
     nbr_shared_plan_t *cached = state->cache[layout->coll];
     if (cacheable && cached && nbr_layout_equal(&cached->layout, layout)) {
         cached->refs++;
@@ -335,9 +336,10 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         free(shared);
         return rc;
     }
-    nbr_plan_input_t input = plan_input(state);
+    nbr_plan_input_t input = nbr_comm_plan_input(state);
     input.layout = &shared->layout;
     input.pattern = algorithm == state->algorithm ? state->pattern : NULL;
+    input.block_sizes = block_sizes;
     rc = nbr_build_plan(algorithm, &input, &shared->plan);
     if (rc != NBR_SUCCESS) {
         nbr_layout_free(&shared->layout);

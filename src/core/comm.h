@@ -75,9 +75,14 @@ int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent);
 
 /* The plan for this layout with this algorithm: the cached one when the
  * layout matches, else a new one (cached when algorithm is the
- * communicator's). Returned referenced: release with nbr_shared_plan_release. */
+ * communicator's and block_sizes is NULL: see nbr_plan_input_t). Returned
+ * referenced: release with nbr_shared_plan_release. */
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                  const nbr_layout_t *layout, nbr_shared_plan_t **plan);
+                  const nbr_layout_t *layout, const size_t *block_sizes,
+                  nbr_shared_plan_t **plan);
+
+/* What a builder sees of this communicator (layout and pattern aside). */
+nbr_plan_input_t nbr_comm_plan_input(const nbr_comm_t *state);
 void nbr_shared_plan_release(nbr_shared_plan_t *plan);
 
 /* Gathers node_in_lists if not done yet (collective over the comm). */

@@ -219,6 +219,9 @@ static void request_reset(nbr_request_t req)
     req->scratch = NULL;
     req->scratch_on_device = 0;
     req->on_device = 0;
+    free(req->block_sizes);
+    req->block_sizes = NULL;
+    req->sizes_differ = 0;
     nbr_shared_plan_release(req->plan);
     req->plan = NULL;
 }
@@ -299,6 +302,84 @@ static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
     return NBR_SUCCESS;
 }
 
+/* ------------------------------------------------------------ sizes */
+
+/* allgatherv through relays: before the data, every rank's block size (8
+ * bytes) travels the algorithm's own pattern, so that each relay learns
+ * the size of every block it forwards. Blocking, on the call's upper tags
+ * (the data plan uses the lower ones); every rank of the call runs it. */
+static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                                int tag_base, const nbr_layout_t *layout, size_t **out)
+{
+    int rc = NBR_SUCCESS, n = state->nranks, indeg = state->indegree;
+    nbr_layout_t sizes_layout = {0};
+    nbr_plan_t plan;
+    nbr_exec_t exec = {0};
+    uint64_t mine = layout->send[0].bytes;
+    uint64_t *received = calloc((size_t)indeg + 1, sizeof(uint64_t));
+    size_t *offset_of = malloc(((size_t)n + 1) * sizeof(size_t));
+    size_t *sizes = malloc(((size_t)n + 1) * sizeof(size_t));
+    char *scratch = NULL;
+    nbr_plan_init(&plan, state->rank, n, NBR_COLL_ALLGATHER, algorithm->name);
+    if (!received || !offset_of || !sizes) {
+        rc = NBR_ERR_NOMEM;
+        goto out;
+    }
+    NBR_CHECK(nbr_layout_init(&sizes_layout, NBR_COLL_ALLGATHER, 1, indeg));
+    sizes_layout.send[0] = (nbr_slot_t){0, sizeof(uint64_t)};
+    for (int i = 0; i < indeg; i++)
+        sizes_layout.recv[i] = (nbr_slot_t){(size_t)i * sizeof(uint64_t), sizeof(uint64_t)};
+    nbr_plan_input_t input = nbr_comm_plan_input(state);
+    input.layout = &sizes_layout;
+    input.pattern = algorithm == state->algorithm ? state->pattern : NULL;
+    NBR_CHECK(algorithm->size_plan(&input, &plan, offset_of));
+    const nbr_locality_t *loc = &state->locality;
+    NBR_CHECK(nbr_plan_seal(&plan, loc->node_of, loc->socket_of));
+    if (plan.scratch_bytes > 0 && !(scratch = malloc(plan.scratch_bytes))) {
+        rc = NBR_ERR_NOMEM;
+        goto out;
+    }
+    char *base[NBR_NUM_BUFFERS] = {(char *)&mine, (char *)received, scratch};
+    NBR_CHECK(nbr_exec_init(&exec, &plan, base, state->comm, tag_base + NBR_TAGS_PER_CALL / 2, 0));
+    NBR_CHECK(nbr_exec_start(&exec));
+    NBR_CHECK(nbr_exec_wait(&exec));
+    for (int r = 0; r < n; r++) {
+        uint64_t size = 0;
+        if (offset_of[r] != SIZE_MAX)
+            memcpy(&size, scratch + offset_of[r], sizeof size);
+        sizes[r] = (size_t)size;
+    }
+    sizes[state->rank] = (size_t)mine;
+    *out = sizes;
+    sizes = NULL;
+out:
+    nbr_exec_free(&exec);
+    nbr_plan_free(&plan);
+    nbr_layout_free(&sizes_layout);
+    free(received);
+    free(offset_of);
+    free(sizes);
+    free(scratch);
+    return rc;
+}
+
+/* A receive slot that differs from the size its sender announced is a
+ * signature mismatch: 1 here, reported at completion (the plan still runs,
+ * so that no peer waits), like a truncated message in the other plans. */
+static int block_sizes_differ(const nbr_comm_t *state, const nbr_layout_t *layout,
+                              const size_t *sizes)
+{
+    for (int i = 0; i < state->indegree; i++) {
+        int src = state->sources[i];
+        if (src != state->rank && layout->recv[i].bytes != sizes[src]) {
+            NBR_ERROR("allgatherv: rank %d sends %zu bytes, %zu expected: send and receive "
+                      "signatures differ", src, sizes[src], layout->recv[i].bytes);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------- executors */
 
 static int bind_host(nbr_request_t req, nbr_comm_t *state, int tag_base, int persistent)
@@ -373,7 +454,11 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
     NBR_CHECK(build_layout(call, state, req, layout));
     NBR_CHECK(stage(&req->send));
     NBR_CHECK(stage(&req->recv));
-    NBR_CHECK(nbr_comm_plan(state, algorithm, layout, &req->plan));
+    if (algorithm->size_plan && call->coll == NBR_COLL_ALLGATHERV) {
+        NBR_CHECK(exchange_block_sizes(state, algorithm, tag_base, layout, &req->block_sizes));
+        req->sizes_differ = block_sizes_differ(state, layout, req->block_sizes);
+    }
+    NBR_CHECK(nbr_comm_plan(state, algorithm, layout, req->block_sizes, &req->plan));
     if (state->device)
         rc = bind_device(req, state, tag_base);
     else
@@ -458,6 +543,8 @@ static int complete(nbr_request_t *request, int rc)
     int unpack_rc = transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
     if (rc == NBR_SUCCESS)
         rc = unpack_rc;
+    if (rc == NBR_SUCCESS && req->sizes_differ)
+        rc = NBR_ERR_TYPE_MISMATCH;
     nbr_comm_count(req->comm, &req->plan->plan);
     if (req->on_device) {
         nbr_counters_t *c = &req->comm->counters;

@@ -53,6 +53,8 @@ struct nbr_request {
     nbr_typed_buffer_t send, recv;
     char *scratch;
     int scratch_on_device;
+    size_t *block_sizes; /* allgatherv through relays: this call's size round */
+    int sizes_differ;    /* a sender announced another size than our slot */
 };
 
 /* Validates the call, builds or finds its plan and prepares a request

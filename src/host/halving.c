@@ -5,6 +5,7 @@
 #include "../core/log.h"
 
 #include <nbrcoll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -630,7 +631,7 @@ typedef struct place {
 typedef struct plan_builder {
     const nbr_plan_input_t *in;
     nbr_plan_t *plan;
-    size_t m;       /* bytes per block */
+    const size_t *size; /* block src -> bytes (allgather: all the same) */
     place_t *where; /* block src -> where this rank has it */
     /* the last message phase's receipts, to deliver and to forward whole */
     const nbr_halving_msg_t *inbox_msgs;
@@ -645,6 +646,15 @@ static size_t take_scratch(nbr_plan_t *plan, size_t bytes)
     return at;
 }
 
+/* Bytes of a message: its blocks back to back. */
+static size_t message_bytes(const plan_builder_t *b, const nbr_halving_msg_t *msg)
+{
+    size_t bytes = 0;
+    for (int j = 0; j < msg->num_blocks; j++)
+        bytes += b->size[msg->blocks[j]];
+    return bytes;
+}
+
 /* Copies each block just received into this rank's slots for it. */
 static int deliver(plan_builder_t *b)
 {
@@ -653,11 +663,15 @@ static int deliver(plan_builder_t *b)
     for (int k = 0; k < b->num_inbox && rc == NBR_SUCCESS; k++)
         for (int j = 0; j < b->inbox_msgs[k].num_blocks && rc == NBR_SUCCESS; j++) {
             int src = b->inbox_msgs[k].blocks[j];
-            for (int i = 0; i < in->indegree && rc == NBR_SUCCESS; i++)
-                if (in->sources[i] == src)
+            for (int i = 0; i < in->indegree && rc == NBR_SUCCESS; i++) {
+                /* a slot smaller than the block is a signature mismatch the
+                 * request reports; the plan still runs to its end */
+                size_t bytes = in->layout->recv[i].bytes < b->size[src] ? in->layout->recv[i].bytes
+                                                                        : b->size[src];
+                if (in->sources[i] == src && bytes > 0)
                     rc = nbr_plan_add_copy(b->plan, NBR_BUF_RECV, in->layout->recv[i].offset,
-                                           NBR_BUF_SCRATCH, b->inbox_offsets[k] + (size_t)j * b->m,
-                                           b->m);
+                                           NBR_BUF_SCRATCH, b->where[src].offset, bytes);
+            }
         }
     return rc;
 }
@@ -683,15 +697,18 @@ static int outgoing(plan_builder_t *b, const nbr_halving_msg_t *msg, int *buf, s
             *offset = b->inbox_offsets[k];
             return NBR_SUCCESS;
         }
-    size_t at = take_scratch(b->plan, (size_t)msg->num_blocks * b->m);
+    size_t at = take_scratch(b->plan, message_bytes(b, msg)), next = at;
     for (int j = 0; j < msg->num_blocks; j++) {
-        place_t p = b->where[msg->blocks[j]];
+        int src = msg->blocks[j];
+        place_t p = b->where[src];
         if (p.buf < 0)
             return NBR_ERR_INTERNAL; /* the pattern sends what this rank lacks */
-        int rc = nbr_plan_add_copy(b->plan, NBR_BUF_SCRATCH, at + (size_t)j * b->m, p.buf,
-                                   p.offset, b->m);
+        int rc = b->size[src] > 0 ? nbr_plan_add_copy(b->plan, NBR_BUF_SCRATCH, next, p.buf,
+                                                      p.offset, b->size[src])
+                                  : NBR_SUCCESS;
         if (rc != NBR_SUCCESS)
             return rc;
+        next += b->size[src];
     }
     *buf = NBR_BUF_SCRATCH;
     *offset = at;
@@ -705,16 +722,18 @@ static int exchange(plan_builder_t *b, int tag, const nbr_halving_msg_t *recv, i
 {
     int rc = nbr_plan_begin_phase(b->plan);
     for (int k = 0; k < num_recv && rc == NBR_SUCCESS; k++) {
-        size_t bytes = (size_t)recv[k].num_blocks * b->m;
+        size_t bytes = message_bytes(b, &recv[k]);
         size_t at = take_scratch(b->plan, bytes);
         b->inbox_offsets[k] = at;
-        for (int j = 0; j < recv[k].num_blocks; j++)
-            b->where[recv[k].blocks[j]] = (place_t){NBR_BUF_SCRATCH, at + (size_t)j * b->m};
         rc = nbr_plan_add_recv(b->plan, recv[k].peer, tag, NBR_BUF_SCRATCH, at, bytes);
+        for (int j = 0; j < recv[k].num_blocks; j++) {
+            b->where[recv[k].blocks[j]] = (place_t){NBR_BUF_SCRATCH, at};
+            at += b->size[recv[k].blocks[j]];
+        }
     }
     for (int k = 0; k < num_send && rc == NBR_SUCCESS; k++)
         rc = nbr_plan_add_send(b->plan, send[k].peer, tag, send_buf[k], send_offset[k],
-                               (size_t)send[k].num_blocks * b->m);
+                               message_bytes(b, &send[k]));
     b->inbox_msgs = recv;
     b->num_inbox = num_recv;
     return rc;
@@ -769,15 +788,15 @@ out:
     return rc;
 }
 
-int nbr_build_halving(const nbr_plan_input_t *in, nbr_plan_t *plan)
+/* The plan for these block sizes (size[r] for every block this rank
+ * handles); where_out, when given, receives where each block ends up. */
+static int halving_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, const size_t *size,
+                        place_t *where_out)
 {
     const nbr_layout_t *layout = in->layout;
-    /* allgatherv and alltoallv: relays would need sizes they cannot know */
-    if (layout->coll != NBR_COLL_ALLGATHER || layout->send[0].bytes == 0)
-        return nbr_build_naive(in, plan);
     nbr_halving_pattern_t *own = NULL;
     const nbr_halving_pattern_t *p = in->pattern;
-    plan_builder_t b = {.in = in, .plan = plan, .m = layout->send[0].bytes};
+    plan_builder_t b = {.in = in, .plan = plan, .size = size};
     int rc = NBR_SUCCESS;
     if (!p) {
         NBR_CHECK(pattern_for(in, &own));
@@ -792,11 +811,50 @@ int nbr_build_halving(const nbr_plan_input_t *in, nbr_plan_t *plan)
         b.where[r] = (place_t){-1, 0};
     b.where[in->rank] = (place_t){NBR_BUF_SEND, layout->send[0].offset};
     rc = build_plan(&b, p);
+    if (rc == NBR_SUCCESS && where_out)
+        memcpy(where_out, b.where, (size_t)in->nranks * sizeof(place_t));
     if (rc == NBR_SUCCESS && in->describe)
         rc = nbr_plan_note(plan, "halving: %d steps, L = %d", p->num_steps, p->ranks_per_socket);
 out:
     free(b.where);
     if (own)
         nbr_free_halving_pattern(own);
+    return rc;
+}
+
+int nbr_build_halving(const nbr_plan_input_t *in, nbr_plan_t *plan)
+{
+    const nbr_layout_t *layout = in->layout;
+    int uniform = layout->coll == NBR_COLL_ALLGATHER;
+    /* alltoallv, and allgatherv without the call's size round: naive */
+    if ((!uniform && (layout->coll != NBR_COLL_ALLGATHERV || !in->block_sizes)) ||
+        (uniform && layout->send[0].bytes == 0))
+        return nbr_build_naive(in, plan);
+    size_t *size = malloc(((size_t)in->nranks + 1) * sizeof(size_t));
+    if (!size)
+        return NBR_ERR_NOMEM;
+    for (int r = 0; r < in->nranks; r++)
+        size[r] = uniform ? layout->send[0].bytes : in->block_sizes[r];
+    size[in->rank] = layout->send[0].bytes;
+    int rc = halving_plan(in, plan, size, NULL);
+    free(size);
+    return rc;
+}
+
+int nbr_halving_size_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, size_t *offset_of)
+{
+    if (in->layout->coll != NBR_COLL_ALLGATHER || in->layout->send[0].bytes != sizeof(uint64_t))
+        return NBR_ERR_INTERNAL;
+    size_t *size = malloc(((size_t)in->nranks + 1) * sizeof(size_t));
+    place_t *where = malloc(((size_t)in->nranks + 1) * sizeof(place_t));
+    int rc = size && where ? NBR_SUCCESS : NBR_ERR_NOMEM;
+    for (int r = 0; rc == NBR_SUCCESS && r < in->nranks; r++)
+        size[r] = sizeof(uint64_t);
+    if (rc == NBR_SUCCESS)
+        rc = halving_plan(in, plan, size, where);
+    for (int r = 0; rc == NBR_SUCCESS && r < in->nranks; r++)
+        offset_of[r] = where[r].buf == NBR_BUF_SCRATCH ? where[r].offset : SIZE_MAX;
+    free(size);
+    free(where);
     return rc;
 }

@@ -30,8 +30,10 @@
  *     every block it still needs (the paper's intra-socket phase).
  *
  * Memory is O(edges) per rank while the pattern is built; the result kept
- * for a rank is only its own steps. allgather only: in allgatherv a relay
- * would have to know the sizes of blocks it does not receive itself. */
+ * for a rank is only its own steps. allgatherv: a relay must know the
+ * sizes of blocks it only forwards, so each call first moves every rank's
+ * size along the same pattern (nbr_halving_size_plan, run by the request)
+ * and the data plan is built for those sizes. */
 #ifndef NBR_HALVING_H
 #define NBR_HALVING_H
 

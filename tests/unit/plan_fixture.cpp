@@ -118,6 +118,7 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
         input.graph_out_offsets = graph_->out_offsets;
         input.graph_out_targets = graph_->out_targets;
         input.combining_theta = combining_theta;
+        input.block_sizes = block_sizes.empty() ? nullptr : block_sizes.data();
         nbr_plan_free(&plans[r]);
         int rc = nbr_build_plan(algorithm, &input, &plans[r]);
         if (rc != NBR_SUCCESS) {

@@ -56,6 +56,9 @@ public:
     std::vector<nbr_layout_t> layouts;
     size_t leader_min_bytes = 0;
     int combining_theta = 2;
+    // allgatherv through relays: every rank's send bytes (the size round's
+    // result); empty: builders get none
+    std::vector<size_t> block_sizes;
     std::vector<const void *> patterns; // per rank, when set: the algorithm's pattern
 
 private:

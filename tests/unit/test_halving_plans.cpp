@@ -187,6 +187,45 @@ TEST(HalvingPlans, VerifierOverSeededGraphs)
     EXPECT_GE(graphs, 500);
 }
 
+// allgatherv: with the sizes the call's size round delivers, the same
+// pattern moves blocks of uneven (and zero) sizes.
+TEST(HalvingPlans, AllgathervWithTheSizeRound)
+{
+    const int Ls[] = {1, 4, 16, 20};
+    for (int i = 0; i < 120; i++) {
+        const int n = 2 + (i * 41) % 100, L = Ls[i % 4];
+        Job job(n, L);
+        if (i % 3 == 2)
+            ASSERT_EQ(nbr_graph_random_multi(n, 5, 700 + i, &job.g), NBR_SUCCESS);
+        else
+            ASSERT_EQ(nbr_graph_erdos_renyi(n, 0.05 + 0.1 * (i % 8), 700 + i, &job.g),
+                      NBR_SUCCESS);
+        Patterns pats(job.g, job.loc);
+        ASSERT_EQ(pats.rc, NBR_SUCCESS);
+        LayoutParams lp;
+        lp.coll = NBR_COLL_ALLGATHERV;
+        lp.block = 40;
+        lp.gap = i % 2 ? 3 : 0;
+        lp.seed = 31 + i;
+        WholeJob w(&job.g, lp, &job.loc);
+        w.patterns = pats.pointers();
+        for (int r = 0; r < n; r++)
+            w.block_sizes.push_back(w.layouts[r].send[0].bytes);
+        std::ostringstream what;
+        what << "allgatherv n=" << n << " L=" << L << " graph " << i;
+        ASSERT_EQ(w.build(halving()), NBR_SUCCESS) << what.str() << ": " << w.message();
+        ASSERT_EQ(w.verify(), NBR_SUCCESS) << what.str() << ": " << w.message();
+        if (i == 0) {
+            // without the size round: the naive plan
+            WholeJob plain(&job.g, lp, &job.loc);
+            plain.patterns = pats.pointers();
+            ASSERT_EQ(plain.build(halving()), NBR_SUCCESS);
+            for (int r = 0; r < n; r++)
+                EXPECT_LE(plain.plans[r].num_phases, 1) << "rank " << r << ": naive is one phase";
+        }
+    }
+}
+
 TEST(HalvingPlans, VerifierAt2048Ranks)
 {
     const int Ls[] = {1, 4, 16, 20};
