@@ -1,6 +1,7 @@
 #include "algorithm.h"
 
 #include <nbrcoll.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const nbr_algorithm_t algorithms[NBR_NUM_ALGORITHMS] = {
@@ -50,6 +51,34 @@ int nbr_build_plan(const nbr_algorithm_t *algorithm,
     }
     if (rc != NBR_SUCCESS)
         nbr_plan_free(plan);
+    return rc;
+}
+
+int nbr_pattern_of_rank(const nbr_plan_input_t *input, size_t pattern_size,
+                        nbr_whole_job_build_fn build, void (*free_in_place)(void *),
+                        void **pattern)
+{
+    *pattern = NULL;
+    if (!input->graph_out_offsets || !input->graph_out_targets)
+        return NBR_ERR_INTERNAL; /* set-up gathers the graph for these algorithms */
+    char *want = calloc((size_t)input->nranks + 1, 1);
+    char *all = calloc((size_t)input->nranks + 1, pattern_size);
+    int rc = want && all ? NBR_SUCCESS : NBR_ERR_NOMEM;
+    if (rc == NBR_SUCCESS) {
+        want[input->rank] = 1;
+        rc = build(input, want, all);
+    }
+    if (rc == NBR_SUCCESS) {
+        *pattern = malloc(pattern_size);
+        if (*pattern) {
+            memcpy(*pattern, all + (size_t)input->rank * pattern_size, pattern_size);
+        } else {
+            free_in_place(all + (size_t)input->rank * pattern_size);
+            rc = NBR_ERR_NOMEM;
+        }
+    }
+    free(want);
+    free(all);
     return rc;
 }
 

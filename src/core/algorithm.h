@@ -68,6 +68,16 @@ const nbr_algorithm_t *nbr_default_algorithm(void);
 int nbr_build_plan(const nbr_algorithm_t *algorithm,
                    const nbr_plan_input_t *input, nbr_plan_t *plan);
 
+/* Patterns computed for the whole job at once (halving, combining): runs
+ * build for this rank alone (want[] marks it in an array of nranks
+ * patterns of pattern_size bytes each) and returns its pattern, moved into
+ * its own allocation. build frees what it made when it fails. */
+typedef int (*nbr_whole_job_build_fn)(const nbr_plan_input_t *input, const char *want,
+                                      void *patterns);
+int nbr_pattern_of_rank(const nbr_plan_input_t *input, size_t pattern_size,
+                        nbr_whole_job_build_fn build, void (*free_in_place)(void *),
+                        void **pattern);
+
 /* Self-loops as local copies: the k-th self out-edge feeds the k-th self
  * in-edge (every builder's rule; errors on mismatched sizes or counts). */
 int nbr_add_self_copies(const nbr_plan_input_t *input, nbr_plan_t *plan);

@@ -191,29 +191,20 @@ void nbr_combining_pattern_free(nbr_combining_pattern_t *pattern)
 
 /* ------------------------------------------------------------ hooks */
 
+static int build_all(const nbr_plan_input_t *in, const char *want, void *all)
+{
+    return nbr_combining_build(in->nranks, in->graph_out_offsets, in->graph_out_targets,
+                               in->combining_theta, want, all);
+}
+
+static void free_in_place(void *pattern)
+{
+    nbr_combining_pattern_free(pattern);
+}
+
 static int pattern_for(const nbr_plan_input_t *in, nbr_combining_pattern_t **out)
 {
-    if (!in->graph_out_offsets || !in->graph_out_targets)
-        return NBR_ERR_INTERNAL; /* set-up gathers the graph for combining */
-    char *want = calloc((size_t)in->nranks + 1, 1);
-    nbr_combining_pattern_t *all = calloc((size_t)in->nranks + 1, sizeof(*all));
-    int rc = want && all ? NBR_SUCCESS : NBR_ERR_NOMEM;
-    if (rc == NBR_SUCCESS) {
-        want[in->rank] = 1;
-        rc = nbr_combining_build(in->nranks, in->graph_out_offsets, in->graph_out_targets,
-                                 in->combining_theta, want, all);
-    }
-    if (rc == NBR_SUCCESS) {
-        *out = malloc(sizeof(**out));
-        if (*out)
-            **out = all[in->rank];
-        else
-            nbr_combining_pattern_free(&all[in->rank]);
-        rc = *out ? NBR_SUCCESS : NBR_ERR_NOMEM;
-    }
-    free(want);
-    free(all);
-    return rc;
+    return nbr_pattern_of_rank(in, sizeof(**out), build_all, free_in_place, (void **)out);
 }
 
 int nbr_build_combining_pattern(const nbr_plan_input_t *input, void **pattern)

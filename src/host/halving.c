@@ -579,32 +579,20 @@ void nbr_halving_pattern_free(nbr_halving_pattern_t *p)
 
 /* ------------------------------------------------------------ hooks */
 
+static int build_all(const nbr_plan_input_t *in, const char *want, void *all)
+{
+    return nbr_halving_build(in->nranks, in->graph_out_offsets, in->graph_out_targets,
+                             in->locality ? in->locality->socket_of : NULL, 0, want, all);
+}
+
+static void free_in_place(void *pattern)
+{
+    nbr_halving_pattern_free(pattern);
+}
+
 static int pattern_for(const nbr_plan_input_t *in, nbr_halving_pattern_t **out)
 {
-    if (!in->graph_out_offsets || !in->graph_out_targets)
-        return NBR_ERR_INTERNAL; /* set-up gathers the graph for halving */
-    int n = in->nranks;
-    char *want = calloc((size_t)n + 1, 1);
-    nbr_halving_pattern_t *all = calloc((size_t)n + 1, sizeof(*all));
-    if (!want || !all) {
-        free(want);
-        free(all);
-        return NBR_ERR_NOMEM;
-    }
-    want[in->rank] = 1;
-    int rc = nbr_halving_build(n, in->graph_out_offsets, in->graph_out_targets,
-                               in->locality ? in->locality->socket_of : NULL, 0, want, all);
-    if (rc == NBR_SUCCESS) {
-        *out = malloc(sizeof(**out));
-        if (*out)
-            **out = all[in->rank];
-        else
-            nbr_halving_pattern_free(&all[in->rank]);
-        rc = *out ? NBR_SUCCESS : NBR_ERR_NOMEM;
-    }
-    free(want);
-    free(all);
-    return rc;
+    return nbr_pattern_of_rank(in, sizeof(**out), build_all, free_in_place, (void **)out);
 }
 
 int nbr_build_halving_pattern(const nbr_plan_input_t *input, void **pattern)

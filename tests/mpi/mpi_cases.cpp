@@ -423,6 +423,17 @@ RankComm::~RankComm()
         MPI_Comm_free(&comm);
 }
 
+bool RankComm::ready(const std::string &what, const char *algorithm) const
+{
+    EXPECT_EQ(rc, NBR_SUCCESS) << what << ": " << nbr_error_string(rc);
+    if (!all_ranks(rc == NBR_SUCCESS))
+        return false;
+    const char *name = nullptr;
+    EXPECT_EQ(nbr_comm_algorithm(comm, &name), NBR_SUCCESS);
+    EXPECT_STREQ(name, algorithm) << what;
+    return true;
+}
+
 void fill_ints(std::vector<int> &v, int rank, int round)
 {
     for (size_t i = 0; i < v.size(); i++)

@@ -95,6 +95,9 @@ struct RankComm {
     int rc = NBR_SUCCESS;
     RankComm(const nbr_graph_t *g, const std::vector<std::pair<std::string, std::string>> &info);
     ~RankComm();
+    // Collective: records a failure unless every rank made the communicator
+    // and it runs this algorithm; true when the test may go on.
+    bool ready(const std::string &what, const char *algorithm) const;
     RankComm(const RankComm &) = delete;
     RankComm &operator=(const RankComm &) = delete;
 };

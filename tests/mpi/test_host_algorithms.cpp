@@ -34,13 +34,9 @@ int count_of(int rank, int n) { return n == 0 ? 0 : n + (rank * 7) % 11; }
 void check_graph(const nbr_graph_t *g, const std::string &what, const char *algorithm)
 {
     nbrtest::RankComm c(g, {{"nbr_algorithm", algorithm}, {"nbr_ranks_per_socket", "2"}});
-    int rc = c.rc;
-    EXPECT_EQ(rc, NBR_SUCCESS) << what << ": " << nbr_error_string(rc);
-    if (!all_ranks(rc == NBR_SUCCESS))
+    if (!c.ready(what, algorithm))
         return;
-    const char *name = nullptr;
-    EXPECT_EQ(nbr_comm_algorithm(c.comm, &name), NBR_SUCCESS);
-    EXPECT_STREQ(name, algorithm);
+    int rc = NBR_SUCCESS;
     const int me = world_rank(), indeg = (int)c.in.size(), P = world_size();
     const int L = ranks_per_socket();
     const int bound = std::string(algorithm) != "halving" ? P

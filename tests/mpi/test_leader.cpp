@@ -35,13 +35,9 @@ int count_of(int rank, int n) { return n == 0 ? 0 : n + (rank * 7) % 11; } // un
 void check_graph(const nbr_graph_t *g, const char *what)
 {
     nbrtest::RankComm c(g, leader_info());
-    int rc = c.rc;
-    EXPECT_EQ(rc, NBR_SUCCESS) << what << ": " << nbr_error_string(rc);
-    if (!all_ranks(rc == NBR_SUCCESS))
+    if (!c.ready(what, "leader"))
         return;
-    const char *name = nullptr;
-    EXPECT_EQ(nbr_comm_algorithm(c.comm, &name), NBR_SUCCESS);
-    EXPECT_STREQ(name, "leader");
+    int rc = NBR_SUCCESS;
     const int me = world_rank(), indeg = (int)c.in.size();
     for (int n : {0, 1, 7, 1000, 65537}) {
         // allgather, blocking
