@@ -12,6 +12,7 @@
 #include "core/algorithm.h"
 #include "core/graph_gen.h"
 #include "core/verify.h"
+#include "host/combining.h"
 #include "host/halving.h"
 
 #include <nbrcoll.h>
@@ -149,19 +150,24 @@ int main(int argc, char **argv)
     for (int r = 0; r < o.ranks; r++)
         if (make_layout(&o, &graph, r, seen, &layouts[r]) != NBR_SUCCESS)
             return 1;
-    /* halving plans from the whole job's patterns, built in one go (as in
-     * the unit tests; an MPI rank builds only its own) */
-    nbr_halving_pattern_t *patterns = NULL;
-    double t_pattern = 0;
-    if (algorithm->needs_whole_graph) {
-        patterns = calloc((size_t)o.ranks, sizeof(*patterns));
-        double tp = now_seconds();
-        if (!patterns || nbr_halving_build(o.ranks, graph.out_offsets, graph.out_targets,
-                                           virtual_nodes ? locality.socket_of : NULL, 0, NULL,
-                                           patterns) != NBR_SUCCESS)
+    /* halving and combining plans from the whole job's patterns, built in
+     * one go (as in the unit tests; an MPI rank builds only its own) */
+    nbr_halving_pattern_t *halving = NULL;
+    nbr_combining_pattern_t *combining = NULL;
+    double t_pattern = 0, tp = now_seconds();
+    if (algorithm->id == NBR_ALG_HALVING) {
+        halving = calloc((size_t)o.ranks, sizeof(*halving));
+        if (!halving || nbr_halving_build(o.ranks, graph.out_offsets, graph.out_targets,
+                                          virtual_nodes ? locality.socket_of : NULL, 0, NULL,
+                                          halving) != NBR_SUCCESS)
             return 1;
-        t_pattern = now_seconds() - tp;
+    } else if (algorithm->id == NBR_ALG_COMBINING) {
+        combining = calloc((size_t)o.ranks, sizeof(*combining));
+        if (!combining || nbr_combining_build(o.ranks, graph.out_offsets, graph.out_targets, 2,
+                                              NULL, combining) != NBR_SUCCESS)
+            return 1;
     }
+    t_pattern = now_seconds() - tp;
     int status = 0;
     for (int rep = 0; rep < o.repeat && status == 0; rep++) {
         double t1 = now_seconds();
@@ -172,7 +178,9 @@ int main(int argc, char **argv)
                 .outdegree = nbr_graph_outdegree(&graph, r),
                 .sources = nbr_graph_in(&graph, r), .destinations = nbr_graph_out(&graph, r),
                 .locality = virtual_nodes ? &locality : NULL, .layout = &layouts[r],
-                .pattern = patterns ? &patterns[r] : NULL,
+                .pattern = halving ? (const void *)&halving[r]
+                                   : combining ? (const void *)&combining[r] : NULL,
+                .combining_theta = 2,
                 .graph_out_offsets = graph.out_offsets, .graph_out_targets = graph.out_targets};
             nbr_plan_free(&plans[r]);
             int rc = nbr_build_plan(algorithm, &input, &plans[r]);
@@ -203,9 +211,14 @@ int main(int argc, char **argv)
     free(plans);
     free(layouts);
     free(seen);
-    for (int r = 0; patterns && r < o.ranks; r++)
-        nbr_halving_pattern_free(&patterns[r]);
-    free(patterns);
+    for (int r = 0; r < o.ranks; r++) {
+        if (halving)
+            nbr_halving_pattern_free(&halving[r]);
+        if (combining)
+            nbr_combining_pattern_free(&combining[r]);
+    }
+    free(halving);
+    free(combining);
     nbr_locality_free(&locality);
     nbr_graph_free(&graph);
     return status;
