@@ -31,6 +31,7 @@ typedef struct nbr_comm {
     const nbr_algorithm_t *algorithm;
     nbr_locality_t locality;
     nbr_device_ctx_t *device; /* NULL: host buffers only (device layer off) */
+    struct nbr_exec *host_in_flight; /* MPI executors running now (executor.h) */
     nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
     unsigned long long sequence;            /* nonblocking / blocking calls so far */
     unsigned long long persistent_sequence; /* persistent requests made so far */

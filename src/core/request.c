@@ -341,6 +341,7 @@ static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algori
     }
     char *base[NBR_NUM_BUFFERS] = {(char *)&mine, (char *)received, scratch};
     NBR_CHECK(nbr_exec_init(&exec, &plan, base, state->comm, tag_base + NBR_TAGS_PER_CALL / 2, 0));
+    exec.in_flight = &state->host_in_flight; /* calls still in flight keep moving */
     NBR_CHECK(nbr_exec_start(&exec));
     NBR_CHECK(nbr_exec_wait(&exec));
     for (int r = 0; r < n; r++) {
@@ -389,8 +390,10 @@ static int bind_host(nbr_request_t req, nbr_comm_t *state, int tag_base, int per
         return NBR_ERR_NOMEM;
     char *base[NBR_NUM_BUFFERS] = {plan_base(&req->send), plan_base(&req->recv),
                                    req->scratch};
-    return nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm, tag_base,
-                         persistent);
+    int rc = nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm, tag_base,
+                           persistent);
+    req->exec.in_flight = &state->host_in_flight;
+    return rc;
 }
 
 /* What a user buffer is, by nbr_memory or by asking the runtime. */

@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <nbrcoll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,6 +179,16 @@ static void record(nbr_exec_t *exec, int rc)
         exec->status = rc;
 }
 
+static void leave_in_flight(nbr_exec_t *exec)
+{
+    for (nbr_exec_t **p = exec->in_flight; p && *p; p = &(*p)->next_in_flight)
+        if (*p == exec) {
+            *p = exec->next_in_flight;
+            break;
+        }
+    exec->next_in_flight = NULL;
+}
+
 int nbr_exec_start(nbr_exec_t *exec)
 {
     if (exec->active)
@@ -185,8 +196,15 @@ int nbr_exec_start(nbr_exec_t *exec)
     exec->status = NBR_SUCCESS;
     exec->phase = 0;
     exec->active = 1;
-    if (exec->plan->num_phases == 0)
+    if (exec->in_flight) {
+        exec->next_in_flight = *exec->in_flight;
+        *exec->in_flight = exec;
+    }
+    if (exec->plan->num_phases == 0) {
+        exec->active = 0;
+        leave_in_flight(exec);
         return NBR_SUCCESS;
+    }
     int rc = post_phase(exec, 0);
     record(exec, rc);
     return rc;
@@ -224,34 +242,60 @@ static int finish_phase(nbr_exec_t *exec, int blocking, int *finished)
     return NBR_SUCCESS;
 }
 
+/* One step of exec: its phase in flight completes (blocking) or is tested;
+ * returns whether a phase ended. The last one takes exec off the list. */
+static int advance(nbr_exec_t *exec, int blocking)
+{
+    int finished = 1, before = exec->phase;
+    while (finished && exec->phase < exec->plan->num_phases) {
+        finish_phase(exec, blocking, &finished);
+        if (blocking)
+            break;
+    }
+    if (exec->phase >= exec->plan->num_phases) {
+        exec->active = 0;
+        leave_in_flight(exec);
+    }
+    return exec->phase != before;
+}
+
+/* One pass over every executor in flight with exec. */
+static int advance_all(nbr_exec_t *exec)
+{
+    if (!exec->in_flight)
+        return advance(exec, 0);
+    int moved = 0;
+    for (nbr_exec_t *e = *exec->in_flight, *next; e; e = next) {
+        next = e->next_in_flight;
+        moved |= advance(e, 0);
+    }
+    return moved;
+}
+
 int nbr_exec_test(nbr_exec_t *exec, int *done)
 {
-    *done = 0;
-    if (!exec->active)
-        return NBR_ERR_REQUEST;
-    int finished = 1;
-    while (finished && exec->phase < exec->plan->num_phases)
-        finish_phase(exec, 0, &finished);
-    if (exec->phase < exec->plan->num_phases)
-        return NBR_SUCCESS;
-    exec->active = 0;
-    *done = 1;
-    return exec->status;
+    if (exec->active)
+        advance_all(exec);
+    *done = !exec->active;
+    return *done ? exec->status : NBR_SUCCESS;
 }
 
 int nbr_exec_wait(nbr_exec_t *exec)
 {
-    if (!exec->active)
-        return NBR_ERR_REQUEST;
-    int finished = 1;
-    while (exec->phase < exec->plan->num_phases)
-        finish_phase(exec, 1, &finished);
-    exec->active = 0;
+    while (exec->active) {
+        int alone = !exec->in_flight || (*exec->in_flight == exec && !exec->next_in_flight);
+        if (alone)
+            advance(exec, 1); /* nothing else to keep going: block in MPI */
+        else if (!advance_all(exec))
+            sched_yield(); /* ranks may share cores: let the peer run */
+    }
     return exec->status;
 }
 
 void nbr_exec_unbind(nbr_exec_t *exec)
 {
+    if (exec->active)
+        leave_in_flight(exec);
     if (exec->persistent && exec->requests && exec->plan) {
         int total = exec->plan->phase_first_message[exec->plan->num_phases];
         for (int r = 0; r < total; r++)

@@ -23,6 +23,11 @@ typedef struct nbr_exec {
     int phase;                /* phase in flight; num_phases when idle */
     int active;
     int status;               /* first error of the current run */
+    /* The communicator's executors in flight (NULL: none kept): waiting on
+     * one advances them all, so a peer that waits in another order is
+     * never stuck behind a phase this rank has not posted. */
+    struct nbr_exec **in_flight;
+    struct nbr_exec *next_in_flight;
 } nbr_exec_t;
 
 /* Binds exec to a plan. persistent != 0 creates MPI persistent requests for
@@ -32,8 +37,9 @@ int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
                   char *const base[NBR_NUM_BUFFERS], MPI_Comm comm,
                   int tag_base, int persistent);
 int nbr_exec_start(nbr_exec_t *exec);
-/* Advances; *done = 1 when the last phase completed (returns the run's
- * status then). */
+/* Advances (every executor in flight on the list); *done = 1 when the last
+ * phase completed (returns the run's status then, also when another
+ * executor's wait completed it). */
 int nbr_exec_test(nbr_exec_t *exec, int *done);
 int nbr_exec_wait(nbr_exec_t *exec);
 /* Frees MPI persistent requests; the arrays stay for the next bind. */

@@ -144,6 +144,37 @@ TEST_F(HostAlgorithms, HalvingAllgathervSizeMismatchIsReported)
     EXPECT_TRUE(all_ranks(true)) << "every rank got here";
 }
 
+// Several multi-phase operations in flight, waited for in opposite orders
+// on even and odd ranks (legal in MPI): waiting on one must move the
+// others, or a peer stuck behind an unposted phase never returns.
+TEST_P(PerAlgorithm, WaitsInDifferentOrders)
+{
+    nbr_graph_t g;
+    nbr_graph_erdos_renyi(world_size(), 0.6, 23, &g);
+    nbrtest::RankComm c(&g, {{"nbr_algorithm", GetParam()}, {"nbr_ranks_per_socket", "2"}});
+    nbr_graph_free(&g);
+    if (!c.ready("waits in different orders", GetParam()))
+        return;
+    const int me = world_rank(), indeg = (int)c.in.size(), n = 300, ops = 4;
+    std::vector<std::vector<int>> send(ops, std::vector<int>(n)), got(ops), want(ops);
+    std::vector<nbr_request_t> req(ops, NBR_REQUEST_NULL);
+    for (int k = 0; k < ops; k++) {
+        nbrtest::fill_ints(send[k], me, k);
+        got[k].assign((size_t)n * indeg + 1, -1);
+        want[k].assign((size_t)n * indeg + 1, -1);
+        EXPECT_EQ(nbr_neighbor_iallgather(send[k].data(), n, MPI_INT, got[k].data(), n, MPI_INT,
+                                          c.comm, &req[k]), NBR_SUCCESS);
+    }
+    for (int i = 0; i < ops; i++) {
+        const int k = me % 2 ? ops - 1 - i : i;
+        EXPECT_EQ(nbr_wait(&req[k]), NBR_SUCCESS) << "operation " << k << " on rank " << me;
+    }
+    for (int k = 0; k < ops; k++) {
+        MPI_Neighbor_allgather(send[k].data(), n, MPI_INT, want[k].data(), n, MPI_INT, c.comm);
+        EXPECT_EQ(got[k], want[k]) << "operation " << k << " on rank " << me;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Host, PerAlgorithm, ::testing::Values("halving", "combining"));
 
 }  // namespace
