@@ -1096,6 +1096,26 @@ static void model_traffic(const layout_t *L, const topo_t *t,
 
 /* nbrcoll's own counters over the timed calls, averaged per rank and call.
  * Returns the total number of calls counted (for a sanity check). */
+/* Device mode: which path the bytes took, so that a GPU run shows the IPC
+ * pulls and staging it measured (nbrcoll's device counters, per rank and
+ * call, averaged over ranks). */
+static void report_device_paths(const bench_alg_t *a, const topo_t *t, int iters,
+                                uint64_t bytes)
+{
+    nbr_counters_t c;
+    int rc = nbr_get_counters(a->comm, &c);
+    if (rc != NBR_SUCCESS)
+        die_nbr(rc, "nbr_get_counters");
+    uint64_t v[3] = {c.bytes_ipc_pulled, c.bytes_staged, c.copy_batches};
+    MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    double per = (double)t->nranks * iters;
+    if (t->rank == 0)
+        printf("# %s at %llu B: per rank and call %.0f B pulled over IPC, %.0f B staged "
+               "through host memory, %.1f copy launches\n",
+               a->name, (unsigned long long)bytes, (double)v[0] / per, (double)v[1] / per,
+               (double)v[2] / per);
+}
+
 static uint64_t measured_traffic(const bench_alg_t *a, const topo_t *t,
                                  int iters, result_t *r)
 {
@@ -1368,6 +1388,8 @@ static void measure_one(bench_t *b, int a, layout_t *L, uint64_t recv_max,
         return;
     }
     uint64_t calls = measured_traffic(alg, b->t, b->o->iters, r);
+    if (b->o->memory == MEMORY_DEVICE)
+        report_device_paths(alg, b->t, b->o->iters, L->bytes);
     uint64_t expect = (uint64_t)b->t->nranks * (uint64_t)b->o->iters;
     int bound = offsock_bound(b->t);
     if (strcmp(alg->name, "halving") == 0 && r->offsock_max > bound &&
