@@ -308,13 +308,42 @@ static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
  * bytes) travels the algorithm's own pattern, so that each relay learns
  * the size of every block it forwards. Blocking, on the call's upper tags
  * (the data plan uses the lower ones); every rank of the call runs it. */
+/* Runs an internal plan over host buffers to its end, on the executor the
+ * communicator's calls use (every rank picks the same), so that calls
+ * still in flight keep moving while this one waits. */
+static int run_now(nbr_comm_t *state, const nbr_plan_t *plan, char *const base[NBR_NUM_BUFFERS],
+                   int tag_base)
+{
+    int rc = NBR_SUCCESS;
+    if (state->device) {
+        nbr_dev_exec_t exec = {0};
+        nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS];
+        for (int b = 0; b < NBR_NUM_BUFFERS; b++)
+            buffers[b] = (nbr_dev_buffer_t){base[b], NBR_MEM_HOST};
+        rc = nbr_dev_exec_init(&exec, state->device, plan, buffers, state->comm, tag_base);
+        if (rc == NBR_SUCCESS)
+            rc = nbr_dev_exec_start(&exec);
+        if (rc == NBR_SUCCESS)
+            rc = nbr_dev_exec_wait(&exec);
+        nbr_dev_exec_free(&exec);
+        return rc;
+    }
+    nbr_exec_t exec = {0};
+    NBR_CHECK(nbr_exec_init(&exec, plan, base, state->comm, tag_base, 0));
+    exec.in_flight = &state->host_in_flight;
+    NBR_CHECK(nbr_exec_start(&exec));
+    rc = nbr_exec_wait(&exec);
+out:
+    nbr_exec_free(&exec);
+    return rc;
+}
+
 static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                                 int tag_base, const nbr_layout_t *layout, size_t **out)
 {
     int rc = NBR_SUCCESS, n = state->nranks, indeg = state->indegree;
     nbr_layout_t sizes_layout = {0};
     nbr_plan_t plan;
-    nbr_exec_t exec = {0};
     uint64_t mine = layout->send[0].bytes;
     uint64_t *received = calloc((size_t)indeg + 1, sizeof(uint64_t));
     size_t *offset_of = malloc(((size_t)n + 1) * sizeof(size_t));
@@ -340,10 +369,7 @@ static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algori
         goto out;
     }
     char *base[NBR_NUM_BUFFERS] = {(char *)&mine, (char *)received, scratch};
-    NBR_CHECK(nbr_exec_init(&exec, &plan, base, state->comm, tag_base + NBR_TAGS_PER_CALL / 2, 0));
-    exec.in_flight = &state->host_in_flight; /* calls still in flight keep moving */
-    NBR_CHECK(nbr_exec_start(&exec));
-    NBR_CHECK(nbr_exec_wait(&exec));
+    NBR_CHECK(run_now(state, &plan, base, tag_base + NBR_TAGS_PER_CALL / 2));
     for (int r = 0; r < n; r++) {
         uint64_t size = 0;
         if (offset_of[r] != SIZE_MAX)
@@ -354,7 +380,6 @@ static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algori
     *out = sizes;
     sizes = NULL;
 out:
-    nbr_exec_free(&exec);
     nbr_plan_free(&plan);
     nbr_layout_free(&sizes_layout);
     free(received);
