@@ -429,9 +429,11 @@ static int memory_kind(const nbr_device_ctx_t *ctx, const nbr_typed_buffer_t *bu
     *kind = NBR_MEM_HOST;
     if (!buf->user)
         return NBR_SUCCESS;
-    int rc = ctx->memory == NBR_MEMORY_DEVICE
-                 ? (*kind = NBR_MEM_DEVICE, NBR_SUCCESS)
-                 : ctx->backend->pointer_kind(buf->user, kind, &device);
+    int rc = NBR_SUCCESS;
+    if (ctx->memory == NBR_MEMORY_DEVICE)
+        *kind = NBR_MEM_DEVICE;
+    else
+        rc = ctx->backend->pointer_kind(buf->user, kind, &device);
     if (rc == NBR_SUCCESS && *kind != NBR_MEM_HOST && !buf->dense) {
         NBR_ERROR("derived datatypes with gaps are supported on host buffers only; this "
                   "one is %s memory", nbr_mem_kind_name(*kind));

@@ -102,19 +102,27 @@ void nbr_device_current_pci(char *pci_bus_id, size_t len)
     }
 }
 
+/* The backend the memory helpers use; NBR_ERR_UNSUPPORTED (logged as the
+ * caller's) without one. */
+static int backend_for(const char *caller, const nbr_device_backend_t **backend)
+{
+    int rc = nbr_device_current(backend);
+    if (rc == NBR_SUCCESS && !*backend) {
+        NBR_ERROR("%s: no device in use (NBR_DEVICE=off, or no GPU found)", caller);
+        rc = NBR_ERR_UNSUPPORTED;
+    }
+    return rc;
+}
+
 int nbr_mem_alloc(void **ptr, size_t bytes)
 {
     const nbr_device_backend_t *backend = NULL;
     if (!ptr)
         return NBR_ERR_ARG;
     *ptr = NULL;
-    int rc = nbr_device_current(&backend);
+    int rc = backend_for("nbr_mem_alloc", &backend);
     if (rc != NBR_SUCCESS)
         return rc;
-    if (!backend) {
-        NBR_ERROR("nbr_mem_alloc: no device in use (NBR_DEVICE=off, or no GPU found)");
-        return NBR_ERR_UNSUPPORTED;
-    }
     if (bytes == 0)
         return NBR_SUCCESS; /* as MPI_Alloc_mem: nothing to hand out */
     return backend->mem_alloc(ptr, bytes);
@@ -142,13 +150,9 @@ int nbr_mem_copy(void *dst, const void *src, size_t bytes)
         return NBR_SUCCESS;
     if (!dst || !src)
         return NBR_ERR_BUFFER;
-    int rc = nbr_device_current(&backend);
+    int rc = backend_for("nbr_mem_copy", &backend);
     if (rc != NBR_SUCCESS)
         return rc;
-    if (!backend) {
-        NBR_ERROR("nbr_mem_copy: no device in use (NBR_DEVICE=off, or no GPU found)");
-        return NBR_ERR_UNSUPPORTED;
-    }
     nbr_copy_t copy = {dst, src, bytes};
     uint64_t ticket = 0;
     pthread_mutex_lock(&lock);

@@ -202,17 +202,9 @@ static void free_in_place(void *pattern)
     nbr_combining_pattern_free(pattern);
 }
 
-static int pattern_for(const nbr_plan_input_t *in, nbr_combining_pattern_t **out)
-{
-    return nbr_pattern_of_rank(in, sizeof(**out), build_all, free_in_place, (void **)out);
-}
-
 int nbr_build_combining_pattern(const nbr_plan_input_t *input, void **pattern)
 {
-    nbr_combining_pattern_t *p = NULL;
-    int rc = pattern_for(input, &p);
-    *pattern = p;
-    return rc;
+    return nbr_pattern_of_rank(input, sizeof(nbr_combining_pattern_t), build_all, free_in_place, pattern);
 }
 
 void nbr_free_combining_pattern(void *pattern)
@@ -295,11 +287,11 @@ int nbr_build_combining(const nbr_plan_input_t *in, nbr_plan_t *plan)
     const nbr_layout_t *layout = in->layout;
     if (layout->coll != NBR_COLL_ALLGATHER || layout->send[0].bytes == 0)
         return nbr_build_naive(in, plan);
-    nbr_combining_pattern_t *own = NULL;
+    void *own = NULL;
     const nbr_combining_pattern_t *p = in->pattern;
     int rc = NBR_SUCCESS;
     if (!p) {
-        NBR_CHECK(pattern_for(in, &own));
+        NBR_CHECK(nbr_build_combining_pattern(in, &own));
         p = own;
     }
     rc = build_plan(in, p, plan);

@@ -590,17 +590,9 @@ static void free_in_place(void *pattern)
     nbr_halving_pattern_free(pattern);
 }
 
-static int pattern_for(const nbr_plan_input_t *in, nbr_halving_pattern_t **out)
-{
-    return nbr_pattern_of_rank(in, sizeof(**out), build_all, free_in_place, (void **)out);
-}
-
 int nbr_build_halving_pattern(const nbr_plan_input_t *input, void **pattern)
 {
-    nbr_halving_pattern_t *p = NULL;
-    int rc = pattern_for(input, &p);
-    *pattern = p;
-    return rc;
+    return nbr_pattern_of_rank(input, sizeof(nbr_halving_pattern_t), build_all, free_in_place, pattern);
 }
 
 void nbr_free_halving_pattern(void *pattern)
@@ -782,12 +774,12 @@ static int halving_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, const size
                         place_t *where_out)
 {
     const nbr_layout_t *layout = in->layout;
-    nbr_halving_pattern_t *own = NULL;
+    void *own = NULL;
     const nbr_halving_pattern_t *p = in->pattern;
     plan_builder_t b = {.in = in, .plan = plan, .size = size};
     int rc = NBR_SUCCESS;
     if (!p) {
-        NBR_CHECK(pattern_for(in, &own));
+        NBR_CHECK(nbr_build_halving_pattern(in, &own));
         p = own;
     }
     b.where = malloc(((size_t)in->nranks + 1) * sizeof(place_t));

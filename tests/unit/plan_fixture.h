@@ -68,3 +68,28 @@ private:
     const nbr_locality_t *locality_;
     std::string message_;
 };
+
+// Every rank's pattern from a whole-job builder (halving, combining): rc is
+// the builder's status; the patterns are freed with Free.
+template <typename P, void (*Free)(P *)>
+struct JobPatterns {
+    std::vector<P> p;
+    int rc = NBR_ERR_INTERNAL;
+    explicit JobPatterns(int nranks) : p(nranks) {}
+    ~JobPatterns()
+    {
+        if (rc == NBR_SUCCESS)
+            for (auto &x : p)
+                Free(&x);
+    }
+    JobPatterns(const JobPatterns &) = delete;
+    JobPatterns &operator=(const JobPatterns &) = delete;
+    // for WholeJob::patterns
+    std::vector<const void *> pointers() const
+    {
+        std::vector<const void *> v;
+        for (auto &x : p)
+            v.push_back(&x);
+        return v;
+    }
+};

@@ -17,26 +17,10 @@ namespace {
 
 const nbr_algorithm_t *combining() { return nbr_algorithm_find("combining"); }
 
-struct Patterns {
-    std::vector<nbr_combining_pattern_t> p;
-    int rc;
-    Patterns(const nbr_graph_t &g, int theta)
-        : p(g.nranks),
-          rc(nbr_combining_build(g.nranks, g.out_offsets, g.out_targets, theta, nullptr, p.data()))
+struct Patterns : JobPatterns<nbr_combining_pattern_t, nbr_combining_pattern_free> {
+    Patterns(const nbr_graph_t &g, int theta) : JobPatterns(g.nranks)
     {
-    }
-    ~Patterns()
-    {
-        if (rc == NBR_SUCCESS)
-            for (auto &x : p)
-                nbr_combining_pattern_free(&x);
-    }
-    std::vector<const void *> pointers() const
-    {
-        std::vector<const void *> v;
-        for (auto &x : p)
-            v.push_back(&x);
-        return v;
+        rc = nbr_combining_build(g.nranks, g.out_offsets, g.out_targets, theta, nullptr, p.data());
     }
 };
 

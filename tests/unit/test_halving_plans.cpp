@@ -19,26 +19,11 @@ namespace {
 const nbr_algorithm_t *halving() { return nbr_algorithm_find("halving"); }
 
 // Every rank's pattern for one graph and socket layout.
-struct Patterns {
-    std::vector<nbr_halving_pattern_t> p;
-    int rc;
-    Patterns(const nbr_graph_t &g, const nbr_locality_t &loc)
-        : p(g.nranks), rc(nbr_halving_build(g.nranks, g.out_offsets, g.out_targets, loc.socket_of,
-                                            0, nullptr, p.data()))
+struct Patterns : JobPatterns<nbr_halving_pattern_t, nbr_halving_pattern_free> {
+    Patterns(const nbr_graph_t &g, const nbr_locality_t &loc) : JobPatterns(g.nranks)
     {
-    }
-    ~Patterns()
-    {
-        if (rc == NBR_SUCCESS)
-            for (auto &x : p)
-                nbr_halving_pattern_free(&x);
-    }
-    std::vector<const void *> pointers() const
-    {
-        std::vector<const void *> v;
-        for (auto &x : p)
-            v.push_back(&x);
-        return v;
+        rc = nbr_halving_build(g.nranks, g.out_offsets, g.out_targets, loc.socket_of, 0, nullptr,
+                               p.data());
     }
 };
 
