@@ -10,8 +10,10 @@
 #include "../core/grow.h"
 #include "../core/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <nbrcoll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -108,12 +110,35 @@ static int emu_pointer_kind(const void *ptr, nbr_mem_kind_t *kind, int *device)
     return NBR_SUCCESS;
 }
 
+/* Segments outlive a process that is killed (a test past its timeout, the
+ * OOM killer): each process removes, once, those whose owner is gone, so
+ * that /dev/shm does not fill up run after run. */
+static void remove_orphaned_segments(void)
+{
+    DIR *dir = opendir("/dev/shm");
+    if (!dir)
+        return;
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+        unsigned long long pid = 0, id = 0;
+        char name[300];
+        if (sscanf(entry->d_name, "nbrcoll-emu-%llu-%llu", &pid, &id) != 2 || pid == 0 ||
+            (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        snprintf(name, sizeof name, "/%s", entry->d_name);
+        if (shm_unlink(name) == 0)
+            NBR_DEBUG("emulated device: removed %s, left by ended process %llu", name, pid);
+    }
+    closedir(dir);
+}
+
 static int emu_mem_alloc(void **ptr, size_t bytes)
 {
     char name[64];
     pthread_mutex_lock(&lock);
     uint64_t id = next_id++;
     pthread_mutex_unlock(&lock);
+    if (id == 1)
+        remove_orphaned_segments();
     segment_name(name, sizeof name, (uint64_t)getpid(), id);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
