@@ -124,7 +124,9 @@ static int build_channel(nbr_device_ctx_t *ctx, MPI_Comm comm, int comm_id,
     ctx->next = malloc(n * sizeof(uint64_t));
     ctx->taken = calloc(n, sizeof(uint32_t));
     ctx->missed = calloc(n, sizeof(uint64_t));
-    if (!members || !ctx->channel_of || !ctx->sent || !ctx->next || !ctx->taken || !ctx->missed) {
+    ctx->probe_missed = calloc((size_t)nranks, sizeof(uint64_t));
+    if (!members || !ctx->channel_of || !ctx->sent || !ctx->next || !ctx->taken || !ctx->missed ||
+        !ctx->probe_missed) {
         rc = NBR_ERR_NOMEM;
         goto out;
     }
@@ -208,6 +210,7 @@ void nbr_device_ctx_free(nbr_device_ctx_t *ctx)
     free(ctx->next);
     free(ctx->taken);
     free(ctx->missed);
+    free(ctx->probe_missed);
     free(ctx);
 }
 

@@ -2,8 +2,8 @@
 
 #include "../core/grow.h"
 #include "../core/log.h"
+#include "../core/message.h"
 
-#include <limits.h>
 #include <nbrcoll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -17,6 +17,8 @@ enum item_state {
     S_IDLE,           /* phase not posted */
     S_SEND_QUEUED,    /* send waiting for its turn (ring slot, staging copy) */
     S_MATCH,          /* channel receive waiting for its descriptor */
+    S_PROBE,          /* network receive waiting to see its message */
+    S_DRAIN,          /* the sender cut more chunks than expected: taking them away */
     S_MPI,            /* MPI request in flight */
     S_COPY,           /* copy in flight on the stream */
     S_COPY_THEN_ACK,  /* pull from a peer in flight; descriptor done after */
@@ -31,6 +33,7 @@ struct nbr_dev_item {
     size_t offset;   /* from the op's offset (chunks) */
     size_t bytes;
     size_t staging_offset;
+    size_t sender_bytes; /* chunked receive gone wrong: what the sender sent so far */
     uint64_t seq;    /* channel: message number on the pair */
     uint64_t ticket; /* copy batch */
     nbr_desc_t *desc; /* channel receive: the matched descriptor */
@@ -94,17 +97,20 @@ static int split_op(nbr_dev_exec_t *exec, int index)
         return add_item(exec, item);
     }
     item.path = PATH_NETWORK;
-    size_t chunk = ctx->gpu_aware ? op->bytes : ctx->chunk_bytes;
-    size_t chunks = chunk == 0 || op->bytes <= chunk ? 1 : (op->bytes + chunk - 1) / chunk;
-    for (size_t c = 0; c < chunks; c++) {
+    item.staged = device && !ctx->gpu_aware;
+    /* Without GPU-aware MPI a message is full chunks, then one shorter final
+     * chunk (empty when the length is a multiple): a receiver that sees a
+     * short chunk knows its sender is done, whatever length it expected. */
+    size_t chunk = ctx->chunk_bytes, full = ctx->gpu_aware ? 0 : op->bytes / chunk;
+    for (size_t c = 0; c <= full; c++) {
         item.offset = c * chunk;
-        item.bytes = chunks == 1 ? op->bytes : (c + 1 < chunks ? chunk : op->bytes - c * chunk);
-        item.staged = device && !ctx->gpu_aware;
+        item.bytes = c < full ? chunk : op->bytes - full * chunk;
         item.staging_offset = exec->staging_bytes;
         exec->staging_bytes += item.staged ? item.bytes : 0;
         int rc = add_item(exec, item);
         if (rc != NBR_SUCCESS)
             return rc;
+        exec->probed_receives |= item.kind == ITEM_RECV;
     }
     return NBR_SUCCESS;
 }
@@ -149,13 +155,7 @@ int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_pla
     exec->phase = plan->num_phases;
     exec->active = 0;
     exec->status = NBR_SUCCESS;
-    for (int i = 0; i < plan->num_ops; i++)
-        if (plan->ops[i].kind != NBR_OP_COPY && plan->ops[i].bytes > INT_MAX &&
-            (ctx->gpu_aware || ctx->channel_of[plan->ops[i].peer] >= 0)) {
-            NBR_ERROR("message of %zu bytes: over 2 GiB is not supported yet",
-                      plan->ops[i].bytes);
-            return NBR_ERR_UNSUPPORTED;
-        }
+    exec->probed_receives = 0;
     NBR_CHECK(nbr_grow((void **)&exec->phase_first_item, &exec->phases_capacity,
                        plan->num_phases + 1, 4, sizeof(int)));
     for (int p = 0; p < plan->num_phases; p++) {
@@ -170,6 +170,11 @@ int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_pla
     exec->batch_items = malloc(((size_t)exec->batch_capacity) * sizeof(int));
     if (!exec->batch_items)
         return NBR_ERR_NOMEM;
+    if (exec->probed_receives && !exec->scratch) {
+        exec->scratch = malloc(ctx->chunk_bytes);
+        if (!exec->scratch)
+            return NBR_ERR_NOMEM;
+    }
     if (exec->staging_bytes > exec->staging_capacity) {
         if (exec->staging)
             ctx->backend->host_free(exec->staging);
@@ -269,19 +274,11 @@ static void flush_copies(nbr_dev_exec_t *exec)
 static int start_mpi(nbr_dev_exec_t *exec, nbr_dev_item_t *item, char *addr)
 {
     const nbr_op_t *op = op_of(exec, item);
-    int tag = exec->tag_base + op->tag, mrc;
-    if (item->kind == ITEM_SEND)
-        mrc = MPI_Isend(addr, (int)item->bytes, MPI_BYTE, op->peer, tag, exec->comm,
-                        &item->request);
-    else
-        mrc = MPI_Irecv(addr, (int)item->bytes, MPI_BYTE, op->peer, tag, exec->comm,
-                        &item->request);
-    if (mrc != MPI_SUCCESS) {
-        item->state = S_DONE;
-        return nbr_mpi_failed(item->kind == ITEM_SEND ? "MPI_Isend" : "MPI_Irecv", mrc);
-    }
-    item->state = S_MPI;
-    return NBR_SUCCESS;
+    int rc = nbr_message_post(item->kind == ITEM_SEND ? NBR_MSG_ISEND : NBR_MSG_IRECV, addr,
+                              item->bytes, op->peer, exec->tag_base + op->tag, exec->comm,
+                              &item->request);
+    item->state = rc == NBR_SUCCESS ? S_MPI : S_DONE;
+    return rc;
 }
 
 /* Where MPI reads or writes an item's bytes: staging or its own buffer. */
@@ -301,14 +298,40 @@ static int check_received(const nbr_dev_item_t *item, int peer, MPI_Status *stat
                   "receive signatures differ", peer, item->bytes);
         return NBR_ERR_TYPE_MISMATCH;
     }
-    int got = 0;
-    MPI_Get_count(status, MPI_BYTE, &got);
-    if (item->kind == ITEM_RECV && (size_t)got != item->bytes) {
-        NBR_ERROR("message from rank %d has %d bytes, %zu expected: send and receive "
+    if (item->kind != ITEM_RECV)
+        return NBR_SUCCESS;
+    size_t got = 0;
+    int rc = nbr_message_received(status, item->bytes, &got);
+    if (rc == NBR_SUCCESS && got != item->bytes) {
+        NBR_ERROR("message from rank %d has %zu bytes, %zu expected: send and receive "
                   "signatures differ", peer, got, item->bytes);
         return NBR_ERR_TYPE_MISMATCH;
     }
-    return NBR_SUCCESS;
+    return rc;
+}
+
+/* Receives a message nobody wants (its length differs from the plan's) so
+ * that its sender completes. The whole message is taken: a truncated
+ * receive is not safe on every transport (Open MPI's TCP path writes past
+ * the buffer). `message` is a probed one, or MPI_MESSAGE_NULL to receive
+ * the next one from peer with tag. */
+static int discard(nbr_dev_exec_t *exec, MPI_Message *message, int peer, int tag, size_t bytes)
+{
+    char one;
+    int own = exec->scratch == NULL || bytes > exec->ctx->chunk_bytes;
+    char *sink = own ? malloc(bytes) : exec->scratch;
+    if (!sink && bytes > 0)
+        return NBR_ERR_NOMEM;
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = *message != MPI_MESSAGE_NULL
+                 ? nbr_message_imrecv(sink ? sink : &one, bytes, message, &request)
+                 : nbr_message_post(NBR_MSG_IRECV, sink ? sink : &one, bytes, peer, tag,
+                                    exec->comm, &request);
+    int mrc = rc == NBR_SUCCESS ? MPI_Wait(&request, MPI_STATUS_IGNORE) : MPI_SUCCESS;
+    rc = mrc == MPI_SUCCESS ? rc : nbr_mpi_failed("MPI_Wait", mrc);
+    if (own)
+        free(sink);
+    return rc;
 }
 
 /* ------------------------------------------------------------ phases */
@@ -327,13 +350,10 @@ static void post_phase(nbr_dev_exec_t *exec)
             queue_copy(exec, i, item_addr(exec, item), exec->buf[op->src_buf].base + op->src_offset,
                        item->bytes, S_COPY);
         } else if (item->kind == ITEM_RECV) {
-            if (item->path == PATH_NETWORK)
-                record(exec, start_mpi(exec, item, mpi_addr(exec, item)));
-            else
-                item->state = S_MATCH;
+            item->state = item->path == PATH_NETWORK ? S_PROBE : S_MATCH;
         } else {
             item->state = S_SEND_QUEUED;
-            if (item->path == PATH_NETWORK && item->staged)
+            if (item->path == PATH_NETWORK && item->staged && item->bytes > 0)
                 queue_copy(exec, i, exec->staging + item->staging_offset, item_addr(exec, item),
                            item->bytes, S_SEND_QUEUED);
         }
@@ -391,8 +411,14 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
     if (desc->bytes != item->bytes) {
         NBR_ERROR("message from rank %d has %llu bytes, %zu expected: send and receive "
                   "signatures differ", op->peer, (unsigned long long)desc->bytes, item->bytes);
+        int by_mpi = desc->kind == NBR_DESC_MPI && desc->bytes > 0;
+        size_t bytes = (size_t)desc->bytes;
         release_descriptor(desc, item->seq);
         record(exec, NBR_ERR_TYPE_MISMATCH);
+        if (by_mpi) { /* its sender waits for MPI to take the message */
+            MPI_Message none = MPI_MESSAGE_NULL;
+            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, bytes));
+        }
         item->state = S_DONE;
         return;
     }
@@ -420,6 +446,64 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
                S_COPY_THEN_ACK);
 }
 
+/* Marks an op's items from `index` on done: the op ended early. */
+static void end_op(nbr_dev_exec_t *exec, int index)
+{
+    for (int j = index; j < exec->num_items && exec->items[j].op == exec->items[index].op; j++)
+        exec->items[j].state = S_DONE;
+}
+
+/* A network receive takes its message once MPI_Improbe shows it, so its
+ * length is known before a byte lands (Open MPI may write a truncated
+ * message past the buffer). A message or chunk of another length than
+ * expected means the sender cut a different message: its chunks are taken
+ * away up to its short final one, so that it completes, and the op fails
+ * with the sender's length in the log. Returns whether it moved. */
+static int take_probed(nbr_dev_exec_t *exec, int index)
+{
+    nbr_dev_item_t *item = &exec->items[index];
+    const nbr_op_t *op = op_of(exec, item);
+    int tag = exec->tag_base + op->tag, moved = 0;
+    while (item->state == S_PROBE || item->state == S_DRAIN) {
+        int flag = 0;
+        MPI_Message message = MPI_MESSAGE_NULL;
+        MPI_Status status;
+        int mrc = MPI_Improbe(op->peer, tag, exec->comm, &flag, &message, &status);
+        if (mrc != MPI_SUCCESS) {
+            record(exec, nbr_mpi_failed("MPI_Improbe", mrc));
+            end_op(exec, index);
+            return 1;
+        }
+        if (!flag) {
+            exec->ctx->probe_missed[op->peer] = exec->ctx->pass;
+            return moved;
+        }
+        moved = 1;
+        size_t got = 0;
+        int rc = nbr_message_probed(&status, &got);
+        if (rc == NBR_SUCCESS && item->state == S_PROBE && got == item->bytes) {
+            rc = nbr_message_imrecv(mpi_addr(exec, item), got, &message, &item->request);
+            item->state = S_MPI;
+            if (rc != NBR_SUCCESS) {
+                record(exec, rc);
+                end_op(exec, index);
+            }
+            return 1;
+        }
+        item->sender_bytes = (item->state == S_PROBE ? item->offset : item->sender_bytes) + got;
+        item->state = S_DRAIN;
+        rc = rc == NBR_SUCCESS ? discard(exec, &message, op->peer, tag, got) : rc;
+        /* GPU-aware MPI: messages are whole; otherwise a short chunk is the last */
+        if (rc != NBR_SUCCESS || exec->ctx->gpu_aware || got < exec->ctx->chunk_bytes) {
+            NBR_ERROR("message from rank %d has %zu bytes, %zu expected: send and receive "
+                      "signatures differ", op->peer, item->sender_bytes, op->bytes);
+            record(exec, rc != NBR_SUCCESS ? rc : NBR_ERR_TYPE_MISMATCH);
+            end_op(exec, index);
+        }
+    }
+    return moved;
+}
+
 /* One pass over the phase in flight; returns whether anything moved. */
 static int progress_phase(nbr_dev_exec_t *exec)
 {
@@ -427,16 +511,20 @@ static int progress_phase(nbr_dev_exec_t *exec)
     int first = exec->phase_first_item[exec->phase], last = exec->phase_first_item[exec->phase + 1];
     int moved = 0, pending = 0;
     record(exec, nbr_device_poll(ctx));
-    /* Receives match in plan order. Once one finds nothing from a peer, later
+    /* Receives match in plan order (descriptors from node peers, probed
+     * chunks from the network). Once one finds nothing from a peer, later
      * ones skip that peer for this pass: the peer may be posting right now,
-     * and a later receive must not take the descriptor an earlier one
-     * missed by a moment. */
+     * and a later receive must not take what an earlier one missed by a
+     * moment. */
     uint64_t pass = ++ctx->pass;
     for (int i = first; i < last; i++) {
         nbr_dev_item_t *item = &exec->items[i];
+        const nbr_op_t *op = op_of(exec, item);
+        if ((item->state == S_PROBE || item->state == S_DRAIN) &&
+            ctx->probe_missed[op->peer] != pass)
+            moved |= take_probed(exec, i);
         if (item->state != S_MATCH || ctx->missed[item->channel_peer] == pass)
             continue;
-        const nbr_op_t *op = op_of(exec, item);
         nbr_desc_t *desc = match_descriptor(ctx, item->channel_peer, exec->tag_base + op->tag,
                                             &item->seq);
         if (desc) {
@@ -456,7 +544,8 @@ static int progress_phase(nbr_dev_exec_t *exec)
             int mrc = MPI_Test(&item->request, &flag, &status);
             if (flag || mrc != MPI_SUCCESS) {
                 record(exec, check_received(item, op_of(exec, item)->peer, &status, mrc));
-                if (item->kind == ITEM_RECV && item->staged && mrc == MPI_SUCCESS) {
+                if (item->kind == ITEM_RECV && item->staged && mrc == MPI_SUCCESS &&
+                    item->bytes > 0) {
                     exec->bytes_staged += item->bytes;
                     queue_copy(exec, i, item_addr(exec, item), mpi_addr(exec, item), item->bytes,
                                S_COPY);
@@ -566,5 +655,6 @@ void nbr_dev_exec_free(nbr_dev_exec_t *exec)
     free(exec->phase_first_item);
     free(exec->batch);
     free(exec->batch_items);
+    free(exec->scratch);
     memset(exec, 0, sizeof(*exec));
 }

@@ -41,6 +41,8 @@ typedef struct nbr_dev_exec {
     int *phase_first_item; /* num_phases + 1 */
     int phases_capacity;
     char *staging;         /* pinned host memory */
+    char *scratch;         /* one chunk: where unwanted chunks are received */
+    int probed_receives;   /* chunked network receives in the plan */
     size_t staging_bytes, staging_capacity;
     nbr_copy_t *batch;     /* copies gathered by one pass, launched together */
     int *batch_items;

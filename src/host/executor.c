@@ -2,8 +2,8 @@
 
 #include "../core/grow.h"
 #include "../core/log.h"
+#include "../core/message.h"
 
-#include <limits.h>
 #include <nbrcoll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -29,13 +29,10 @@ static int create_persistent(nbr_exec_t *exec, int p)
         MPI_Request *request = next++;
         if (*request != MPI_REQUEST_NULL)
             continue;
-        char *addr = exec->base[op->buf] + op->offset;
-        if (op->kind == NBR_OP_RECV)
-            NBR_MPI_CHECK(MPI_Recv_init(addr, (int)op->bytes, MPI_BYTE, op->peer,
-                                        exec->tag_base + op->tag, exec->comm, request));
-        else
-            NBR_MPI_CHECK(MPI_Send_init(addr, (int)op->bytes, MPI_BYTE, op->peer,
-                                        exec->tag_base + op->tag, exec->comm, request));
+        NBR_CHECK(nbr_message_post(op->kind == NBR_OP_RECV ? NBR_MSG_RECV_INIT
+                                                           : NBR_MSG_SEND_INIT,
+                                   exec->base[op->buf] + op->offset, op->bytes, op->peer,
+                                   exec->tag_base + op->tag, exec->comm, request));
     }
 out:
     return rc;
@@ -62,13 +59,6 @@ int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
                        plan->max_phase_messages + 1, 1, sizeof(MPI_Status)));
     for (int r = 0; r < slots; r++)
         exec->requests[r] = MPI_REQUEST_NULL;
-    for (int i = 0; i < plan->num_ops; i++)
-        if (is_message(&plan->ops[i]) && plan->ops[i].bytes > INT_MAX) {
-            NBR_ERROR("message of %zu bytes: over 2 GiB is not supported yet",
-                      plan->ops[i].bytes);
-            rc = NBR_ERR_UNSUPPORTED;
-            goto out;
-        }
     if (!persistent)
         return NBR_SUCCESS;
     for (int p = 0; p < plan->num_phases; p++)
@@ -95,13 +85,10 @@ static int post_phase(nbr_exec_t *exec, int p)
         MPI_Request *next = exec->requests;
         for (int i = 0; i < phase->num_ops; i++) {
             const nbr_op_t *op = &plan->ops[phase->first_op + i];
-            char *addr = exec->base[op->buf] + op->offset;
-            if (op->kind == NBR_OP_RECV)
-                NBR_MPI_CHECK(MPI_Irecv(addr, (int)op->bytes, MPI_BYTE, op->peer,
-                                        exec->tag_base + op->tag, exec->comm, next++));
-            else if (op->kind == NBR_OP_SEND)
-                NBR_MPI_CHECK(MPI_Isend(addr, (int)op->bytes, MPI_BYTE, op->peer,
-                                        exec->tag_base + op->tag, exec->comm, next++));
+            if (is_message(op))
+                NBR_CHECK(nbr_message_post(op->kind == NBR_OP_RECV ? NBR_MSG_IRECV : NBR_MSG_ISEND,
+                                           exec->base[op->buf] + op->offset, op->bytes, op->peer,
+                                           exec->tag_base + op->tag, exec->comm, next++));
         }
     }
     for (int i = 0; i < phase->num_ops; i++) {
@@ -158,10 +145,10 @@ static int check_phase(nbr_exec_t *exec, int p, int mpi_rc)
                                        status->MPI_ERROR);
             }
         } else if (op->kind == NBR_OP_RECV) {
-            int got = 0;
-            MPI_Get_count(status, MPI_BYTE, &got);
-            if ((size_t)got != op->bytes) {
-                NBR_ERROR("message from rank %d has %d bytes, %zu expected: "
+            size_t got = 0;
+            op_rc = nbr_message_received(status, op->bytes, &got);
+            if (op_rc == NBR_SUCCESS && got != op->bytes) {
+                NBR_ERROR("message from rank %d has %zu bytes, %zu expected: "
                           "send and receive signatures differ", op->peer, got, op->bytes);
                 op_rc = NBR_ERR_TYPE_MISMATCH;
             }

@@ -258,6 +258,81 @@ TEST_F(DeviceLayer, PersistentAlltoallvRestarts)
     device_free(recv);
 }
 
+// allgatherv where receivers expect other lengths than their senders send,
+// several chunks longer or shorter (also exact multiples of a chunk, and
+// one byte off), on device and on host buffers: exactly the ranks with a
+// wrong in-edge report NBR_ERR_TYPE_MISMATCH, nobody hangs, and nothing is
+// left behind: the next call on the communicator is correct everywhere.
+TEST_F(DeviceLayer, MessagesOfOtherLengthsFailWithoutHanging)
+{
+    SKIP_WITHOUT_BACKEND();
+    const int me = world_rank();
+    const char *env = std::getenv("NBR_STAGING_CHUNK");
+    const int chunk = env ? std::atoi(env) : (1 << 20);
+    GraphComm gc(0.6, 26);
+    if (gc.comm == MPI_COMM_NULL)
+        return;
+    // what rank r sends: 3 to 5 chunks, every other one an exact multiple
+    auto sent = [chunk](int r) { return (3 + r % 3) * chunk + (r % 2 ? 0 : 123); };
+    // what rank d expects from rank s in the faulty call
+    auto expected = [&](int s, int d) {
+        if (s == d)
+            return sent(s);
+        switch ((s * 7 + d * 3) % 5) {
+        case 1: return sent(s) + 3 * chunk;  // the sender has fewer chunks
+        case 2: return sent(s) - 2 * chunk;  // the sender has more
+        case 3: return sent(s) + 1;
+        default: return sent(s);
+        }
+    };
+    const int *in = nbr_graph_in(&gc.g, me);
+    bool faulty_in_edge = false;
+    for (int i = 0; i < gc.indeg(); ++i)
+        faulty_in_edge |= expected(in[i], me) != sent(in[i]);
+    EXPECT_TRUE(any_rank(faulty_in_edge) || world_size() == 1)
+        << "the test graph has no faulty edge";
+    for (bool on_device : {true, false}) {
+        const std::string where = on_device ? "device buffers" : "host buffers";
+        for (bool faulty : {true, false}) {
+            std::vector<int> counts(gc.indeg()), displs(gc.indeg());
+            int rtotal = 0;
+            for (int i = 0; i < gc.indeg(); ++i) {
+                counts[i] = faulty ? expected(in[i], me) : sent(in[i]);
+                displs[i] = rtotal;
+                rtotal += counts[i];
+            }
+            std::vector<uint8_t> h(sent(me)), got(rtotal + 1, 0xEE);
+            for (size_t b = 0; b < h.size(); ++b)
+                h[b] = pattern(me, faulty, b);
+            uint8_t *send = h.data(), *recv = got.data();
+            if (on_device) {
+                send = static_cast<uint8_t *>(device_alloc(h.size()));
+                recv = static_cast<uint8_t *>(device_alloc(got.size()));
+                device_copy(send, h.data(), h.size());
+            }
+            const int rc = nbr_neighbor_allgatherv(send, sent(me), MPI_BYTE, recv, counts.data(),
+                                                   displs.data(), MPI_BYTE, gc.comm);
+            if (on_device) {
+                device_copy(got.data(), recv, got.size());
+                device_free(send);
+                device_free(recv);
+            }
+            if (faulty) {
+                EXPECT_EQ(rc, faulty_in_edge ? NBR_ERR_TYPE_MISMATCH : NBR_SUCCESS)
+                    << where << ", rank " << me << ": " << nbr_error_string(rc);
+                continue;
+            }
+            EXPECT_EQ(rc, NBR_SUCCESS) << where << ", the correct call after the faulty one";
+            for (int i = 0; i < gc.indeg(); ++i)
+                for (int b = 0; b < counts[i]; ++b)
+                    if (got[displs[i] + b] != pattern(in[i], false, b)) {
+                        ADD_FAILURE() << where << ": block from rank " << in[i] << " byte " << b;
+                        break;
+                    }
+        }
+    }
+}
+
 // Datatypes with gaps cannot be packed from device memory: a clear error
 // on every rank, before any communication.
 TEST_F(DeviceLayer, GappedDatatypeOnDeviceIsRefused)

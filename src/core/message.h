@@ -1,0 +1,32 @@
+/* Point-to-point messages of any byte count. MPI counts are ints: up to
+ * INT_MAX bytes a message is that many MPI_BYTEs; beyond, it is one element
+ * of a derived type made of 1 GiB blocks and a tail, whose type signature is
+ * still the plain bytes, so both ends may build it from their own count. */
+#ifndef NBR_MESSAGE_H
+#define NBR_MESSAGE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef enum nbr_message_call {
+    NBR_MSG_ISEND,
+    NBR_MSG_IRECV,
+    NBR_MSG_SEND_INIT,
+    NBR_MSG_RECV_INIT
+} nbr_message_call_t;
+
+/* Posts (or, for the _INIT calls, creates) a message of `bytes` bytes at
+ * buf. Returns NBR_SUCCESS or NBR_ERR_MPI (logged). */
+int nbr_message_post(nbr_message_call_t call, void *buf, size_t bytes, int peer, int tag,
+                     MPI_Comm comm, MPI_Request *request);
+
+/* Receives a message MPI_Improbe matched into buf (bytes: its length). */
+int nbr_message_imrecv(void *buf, size_t bytes, MPI_Message *message, MPI_Request *request);
+
+/* The length of a probed message. */
+int nbr_message_probed(const MPI_Status *status, size_t *bytes);
+
+/* The bytes a completed receive posted for `expected` bytes got. */
+int nbr_message_received(const MPI_Status *status, size_t expected, size_t *got);
+
+#endif
