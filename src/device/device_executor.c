@@ -92,8 +92,8 @@ static int split_op(nbr_dev_exec_t *exec, int index)
         item.channel_peer = peer;
         /* a receive into device memory stages only if the sender's bytes come by MPI */
         item.staged = item.kind == ITEM_RECV && device && !ctx->gpu_aware;
-        item.staging_offset = exec->staging_bytes;
-        exec->staging_bytes += item.staged ? op->bytes : 0;
+        item.staging_offset = exec->channel_staging.bytes;
+        exec->channel_staging.bytes += item.staged ? op->bytes : 0;
         return add_item(exec, item);
     }
     item.path = PATH_NETWORK;
@@ -105,8 +105,8 @@ static int split_op(nbr_dev_exec_t *exec, int index)
     for (size_t c = 0; c <= full; c++) {
         item.offset = c * chunk;
         item.bytes = c < full ? chunk : op->bytes - full * chunk;
-        item.staging_offset = exec->staging_bytes;
-        exec->staging_bytes += item.staged ? item.bytes : 0;
+        item.staging_offset = exec->staging.bytes;
+        exec->staging.bytes += item.staged ? item.bytes : 0;
         int rc = add_item(exec, item);
         if (rc != NBR_SUCCESS)
             return rc;
@@ -139,6 +139,21 @@ static int take_handles(nbr_dev_exec_t *exec)
     return NBR_SUCCESS;
 }
 
+/* Makes area hold area->bytes of pinned memory (contents not kept). */
+static int reserve_staging(nbr_device_ctx_t *ctx, nbr_staging_area_t *area)
+{
+    if (area->bytes <= area->capacity)
+        return NBR_SUCCESS;
+    if (area->base)
+        ctx->backend->host_free(area->base);
+    area->base = NULL;
+    area->capacity = 0;
+    int rc = ctx->backend->host_alloc((void **)&area->base, area->bytes);
+    if (rc == NBR_SUCCESS)
+        area->capacity = area->bytes;
+    return rc;
+}
+
 int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_plan_t *plan,
                       const nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS], MPI_Comm comm,
                       int tag_base)
@@ -151,7 +166,7 @@ int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_pla
     exec->tag_base = tag_base;
     memcpy(exec->buf, buffers, sizeof(exec->buf));
     exec->num_items = 0;
-    exec->staging_bytes = 0;
+    exec->staging.bytes = exec->channel_staging.bytes = 0;
     exec->phase = plan->num_phases;
     exec->active = 0;
     exec->status = NBR_SUCCESS;
@@ -175,14 +190,7 @@ int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_pla
         if (!exec->scratch)
             return NBR_ERR_NOMEM;
     }
-    if (exec->staging_bytes > exec->staging_capacity) {
-        if (exec->staging)
-            ctx->backend->host_free(exec->staging);
-        exec->staging = NULL;
-        exec->staging_capacity = 0;
-        NBR_CHECK(ctx->backend->host_alloc((void **)&exec->staging, exec->staging_bytes));
-        exec->staging_capacity = exec->staging_bytes;
-    }
+    NBR_CHECK(reserve_staging(ctx, &exec->staging));
     rc = take_handles(exec);
 out:
     return rc;
@@ -284,7 +292,10 @@ static int start_mpi(nbr_dev_exec_t *exec, nbr_dev_item_t *item, char *addr)
 /* Where MPI reads or writes an item's bytes: staging or its own buffer. */
 static char *mpi_addr(nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
 {
-    return item->staged ? exec->staging + item->staging_offset : item_addr(exec, item);
+    if (!item->staged)
+        return item_addr(exec, item);
+    return (item->path == PATH_CHANNEL ? exec->channel_staging.base : exec->staging.base) +
+           item->staging_offset;
 }
 
 static int check_received(const nbr_dev_item_t *item, int peer, MPI_Status *status, int mrc)
@@ -354,7 +365,7 @@ static void post_phase(nbr_dev_exec_t *exec)
         } else {
             item->state = S_SEND_QUEUED;
             if (item->path == PATH_NETWORK && item->staged && item->bytes > 0)
-                queue_copy(exec, i, exec->staging + item->staging_offset, item_addr(exec, item),
+                queue_copy(exec, i, mpi_addr(exec, item), item_addr(exec, item),
                            item->bytes, S_SEND_QUEUED);
         }
     }
@@ -429,6 +440,14 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
     }
     if (desc->kind == NBR_DESC_MPI) {
         release_descriptor(desc, item->seq); /* MPI itself completes the sender */
+        int rc = item->staged ? reserve_staging(exec->ctx, &exec->channel_staging) : NBR_SUCCESS;
+        if (rc != NBR_SUCCESS) {
+            MPI_Message none = MPI_MESSAGE_NULL; /* its sender still waits for MPI */
+            record(exec, rc);
+            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, item->bytes));
+            item->state = S_DONE;
+            return;
+        }
         record(exec, start_mpi(exec, item, mpi_addr(exec, item)));
         return;
     }
@@ -649,8 +668,10 @@ void nbr_dev_exec_free(nbr_dev_exec_t *exec)
 {
     if (exec->active)
         unlink_active(exec);
-    if (exec->staging && exec->ctx)
-        exec->ctx->backend->host_free(exec->staging);
+    nbr_staging_area_t *areas[] = {&exec->staging, &exec->channel_staging};
+    for (int a = 0; a < 2; a++)
+        if (areas[a]->base && exec->ctx)
+            exec->ctx->backend->host_free(areas[a]->base);
     free(exec->items);
     free(exec->phase_first_item);
     free(exec->batch);

@@ -27,6 +27,11 @@ typedef struct nbr_dev_buffer {
 
 typedef struct nbr_dev_item nbr_dev_item_t;
 
+typedef struct nbr_staging_area {
+    char *base;
+    size_t bytes, capacity;
+} nbr_staging_area_t;
+
 typedef struct nbr_dev_exec {
     nbr_device_ctx_t *ctx;
     const nbr_plan_t *plan;
@@ -40,10 +45,12 @@ typedef struct nbr_dev_exec {
     int num_items, items_capacity;
     int *phase_first_item; /* num_phases + 1 */
     int phases_capacity;
-    char *staging;         /* pinned host memory */
+    /* pinned host memory: for network chunks (taken at bind), and for node
+     * peers' messages that come by MPI into device memory (taken when the
+     * first one comes: most node peers send over IPC) */
+    nbr_staging_area_t staging, channel_staging;
     char *scratch;         /* one chunk: where unwanted chunks are received */
     int probed_receives;   /* chunked network receives in the plan */
-    size_t staging_bytes, staging_capacity;
     nbr_copy_t *batch;     /* copies gathered by one pass, launched together */
     int *batch_items;
     int batch_count, batch_capacity;
