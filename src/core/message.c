@@ -15,9 +15,10 @@ static int message_type(size_t bytes, MPI_Datatype *type, int *count)
     int rc = NBR_SUCCESS;
     MPI_Datatype block = MPI_DATATYPE_NULL;
     *type = MPI_BYTE;
-    *count = (int)bytes;
-    if (bytes <= INT_MAX)
+    if (bytes <= INT_MAX) {
+        *count = (int)bytes;
         return NBR_SUCCESS;
+    }
     size_t blocks = bytes / NBR_MESSAGE_BLOCK, tail = bytes % NBR_MESSAGE_BLOCK;
     if (blocks > INT_MAX) {
         NBR_ERROR("message of %zu bytes: too large for MPI", bytes);
@@ -38,7 +39,7 @@ out:
     return rc;
 }
 
-/* MPI keeps a freed type alive for the operations that use it. */
+/* MPI keeps a freed type alive for the nonblocking operations using it. */
 static void free_type(MPI_Datatype *type)
 {
     if (*type != MPI_BYTE)
@@ -46,7 +47,7 @@ static void free_type(MPI_Datatype *type)
 }
 
 int nbr_message_post(nbr_message_call_t call, void *buf, size_t bytes, int peer, int tag,
-                     MPI_Comm comm, MPI_Request *request)
+                     MPI_Comm comm, MPI_Request *request, MPI_Datatype *held)
 {
     MPI_Datatype type;
     int count;
@@ -72,7 +73,10 @@ int nbr_message_post(nbr_message_call_t call, void *buf, size_t bytes, int peer,
         mrc = MPI_Recv_init(buf, count, type, peer, tag, comm, request);
         break;
     }
-    free_type(&type);
+    if (held && mrc == MPI_SUCCESS)
+        *held = type == MPI_BYTE ? MPI_DATATYPE_NULL : type;
+    else
+        free_type(&type);
     return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_mpi_failed(name, mrc);
 }
 

@@ -16,9 +16,13 @@ typedef enum nbr_message_call {
 } nbr_message_call_t;
 
 /* Posts (or, for the _INIT calls, creates) a message of `bytes` bytes at
- * buf. Returns NBR_SUCCESS or NBR_ERR_MPI (logged). */
+ * buf. held: NULL frees a derived type at once (MPI keeps it for the
+ * operation); otherwise *held receives it (MPI_DATATYPE_NULL when none),
+ * for the caller to free after the request: persistent requests keep
+ * theirs, since some MPIs mishandle a type freed under one. Returns
+ * NBR_SUCCESS, NBR_ERR_MPI or NBR_ERR_UNSUPPORTED (over 2^60 bytes), logged. */
 int nbr_message_post(nbr_message_call_t call, void *buf, size_t bytes, int peer, int tag,
-                     MPI_Comm comm, MPI_Request *request);
+                     MPI_Comm comm, MPI_Request *request, MPI_Datatype *held);
 
 /* Receives a message MPI_Improbe matched into buf (bytes: its length). */
 int nbr_message_imrecv(void *buf, size_t bytes, MPI_Message *message, MPI_Request *request);

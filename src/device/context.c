@@ -123,10 +123,7 @@ static int build_channel(nbr_device_ctx_t *ctx, MPI_Comm comm, int comm_id,
     ctx->sent = calloc(n, sizeof(uint64_t));
     ctx->next = malloc(n * sizeof(uint64_t));
     ctx->taken = calloc(n, sizeof(uint32_t));
-    ctx->missed = calloc(n, sizeof(uint64_t));
-    ctx->probe_missed = calloc((size_t)nranks, sizeof(uint64_t));
-    if (!members || !ctx->channel_of || !ctx->sent || !ctx->next || !ctx->taken || !ctx->missed ||
-        !ctx->probe_missed) {
+    if (!members || !ctx->channel_of || !ctx->sent || !ctx->next || !ctx->taken) {
         rc = NBR_ERR_NOMEM;
         goto out;
     }
@@ -209,8 +206,6 @@ void nbr_device_ctx_free(nbr_device_ctx_t *ctx)
     free(ctx->sent);
     free(ctx->next);
     free(ctx->taken);
-    free(ctx->missed);
-    free(ctx->probe_missed);
     free(ctx);
 }
 

@@ -64,9 +64,6 @@ typedef struct nbr_device_ctx {
     uint64_t *sent;     /* per receiver: last sequence number posted */
     uint64_t *next;     /* per sender: oldest sequence number not taken */
     uint32_t *taken;    /* per sender: bit k = next + k taken out of order */
-    uint64_t *missed;   /* per sender: last matching pass in which a receive found nothing */
-    uint64_t *probe_missed; /* per communicator rank: the same, for probed network receives */
-    uint64_t pass;
     nbr_dev_stream_t *stream;
     uint64_t copies_done; /* tickets of stream completed so far */
     nbr_ipc_mapping_t *mappings;

@@ -18,7 +18,7 @@ enum item_state {
     S_SEND_QUEUED,    /* send waiting for its turn (ring slot, staging copy) */
     S_MATCH,          /* channel receive waiting for its descriptor */
     S_PROBE,          /* network receive waiting to see its message */
-    S_DRAIN,          /* the sender cut more chunks than expected: taking them away */
+    S_DRAIN,          /* the sender's length differs: taking its chunks away */
     S_MPI,            /* MPI request in flight */
     S_COPY,           /* copy in flight on the stream */
     S_COPY_THEN_ACK,  /* pull from a peer in flight; descriptor done after */
@@ -30,6 +30,7 @@ struct nbr_dev_item {
     int op;          /* plan op */
     uint8_t kind, path, state, staged;
     int channel_peer;
+    int prev_same;   /* receive: the phase's previous one with this peer and tag, or -1 */
     size_t offset;   /* from the op's offset (chunks) */
     size_t bytes;
     size_t staging_offset;
@@ -81,7 +82,8 @@ static int split_op(nbr_dev_exec_t *exec, int index)
     const nbr_op_t *op = &exec->plan->ops[index];
     nbr_device_ctx_t *ctx = exec->ctx;
     nbr_dev_item_t item = {.op = index, .kind = ITEM_COPY, .path = PATH_LOCAL,
-                           .channel_peer = -1, .bytes = op->bytes, .request = MPI_REQUEST_NULL};
+                           .channel_peer = -1, .prev_same = -1, .bytes = op->bytes,
+                           .request = MPI_REQUEST_NULL};
     if (op->kind == NBR_OP_COPY)
         return add_item(exec, item);
     item.kind = op->kind == NBR_OP_SEND ? ITEM_SEND : ITEM_RECV;
@@ -110,8 +112,45 @@ static int split_op(nbr_dev_exec_t *exec, int index)
         int rc = add_item(exec, item);
         if (rc != NBR_SUCCESS)
             return rc;
-        exec->probed_receives |= item.kind == ITEM_RECV;
     }
+    exec->network_receives |= item.kind == ITEM_RECV;
+    return NBR_SUCCESS;
+}
+
+typedef struct receive_key {
+    int peer, tag, index;
+} receive_key_t;
+
+static int compare_receive_keys(const void *a, const void *b)
+{
+    const receive_key_t *x = a, *y = b;
+    if (x->peer != y->peer)
+        return x->peer < y->peer ? -1 : 1;
+    if (x->tag != y->tag)
+        return x->tag < y->tag ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* MPI matches the receives of one peer and tag in posting order: links
+ * each receive of a phase to the one before it with its peer and tag,
+ * which must have found its message (descriptor or probed chunk) first. */
+static int link_receives(nbr_dev_exec_t *exec)
+{
+    receive_key_t *keys = malloc(((size_t)exec->num_items + 1) * sizeof(*keys));
+    if (!keys)
+        return NBR_ERR_NOMEM;
+    for (int p = 0; p < exec->plan->num_phases; p++) {
+        int n = 0;
+        for (int i = exec->phase_first_item[p]; i < exec->phase_first_item[p + 1]; i++)
+            if (exec->items[i].kind == ITEM_RECV)
+                keys[n++] = (receive_key_t){op_of(exec, &exec->items[i])->peer,
+                                            op_of(exec, &exec->items[i])->tag, i};
+        qsort(keys, (size_t)n, sizeof(*keys), compare_receive_keys);
+        for (int k = 1; k < n; k++)
+            if (keys[k].peer == keys[k - 1].peer && keys[k].tag == keys[k - 1].tag)
+                exec->items[keys[k].index].prev_same = keys[k - 1].index;
+    }
+    free(keys);
     return NBR_SUCCESS;
 }
 
@@ -170,7 +209,7 @@ int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_pla
     exec->phase = plan->num_phases;
     exec->active = 0;
     exec->status = NBR_SUCCESS;
-    exec->probed_receives = 0;
+    exec->network_receives = 0;
     NBR_CHECK(nbr_grow((void **)&exec->phase_first_item, &exec->phases_capacity,
                        plan->num_phases + 1, 4, sizeof(int)));
     for (int p = 0; p < plan->num_phases; p++) {
@@ -179,13 +218,14 @@ int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_pla
             NBR_CHECK(split_op(exec, plan->phases[p].first_op + i));
     }
     exec->phase_first_item[plan->num_phases] = exec->num_items;
+    NBR_CHECK(link_receives(exec));
     NBR_CHECK(nbr_grow((void **)&exec->batch, &exec->batch_capacity, exec->num_items + 1, 16,
                        sizeof(nbr_copy_t)));
     free(exec->batch_items);
     exec->batch_items = malloc(((size_t)exec->batch_capacity) * sizeof(int));
     if (!exec->batch_items)
         return NBR_ERR_NOMEM;
-    if (exec->probed_receives && !exec->scratch) {
+    if (exec->network_receives && !exec->scratch) {
         exec->scratch = malloc(ctx->chunk_bytes);
         if (!exec->scratch)
             return NBR_ERR_NOMEM;
@@ -284,7 +324,7 @@ static int start_mpi(nbr_dev_exec_t *exec, nbr_dev_item_t *item, char *addr)
     const nbr_op_t *op = op_of(exec, item);
     int rc = nbr_message_post(item->kind == ITEM_SEND ? NBR_MSG_ISEND : NBR_MSG_IRECV, addr,
                               item->bytes, op->peer, exec->tag_base + op->tag, exec->comm,
-                              &item->request);
+                              &item->request, NULL);
     item->state = rc == NBR_SUCCESS ? S_MPI : S_DONE;
     return rc;
 }
@@ -298,6 +338,9 @@ static char *mpi_addr(nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
            item->staging_offset;
 }
 
+/* A finished MPI request. Receives are posted only for messages of the
+ * expected length (probed, or announced by a descriptor), so the length
+ * checks are a guard against an MPI that delivers otherwise. */
 static int check_received(const nbr_dev_item_t *item, int peer, MPI_Status *status, int mrc)
 {
     if (mrc != MPI_SUCCESS) {
@@ -325,19 +368,24 @@ static int check_received(const nbr_dev_item_t *item, int peer, MPI_Status *stat
  * that its sender completes. The whole message is taken: a truncated
  * receive is not safe on every transport (Open MPI's TCP path writes past
  * the buffer). `message` is a probed one, or MPI_MESSAGE_NULL to receive
- * the next one from peer with tag. */
-static int discard(nbr_dev_exec_t *exec, MPI_Message *message, int peer, int tag, size_t bytes)
+ * the next one from peer with tag; `place` holds `bytes`, or is NULL
+ * (then scratch memory does). */
+static int discard(nbr_dev_exec_t *exec, MPI_Message *message, int peer, int tag, size_t bytes,
+                   char *place)
 {
     char one;
-    int own = exec->scratch == NULL || bytes > exec->ctx->chunk_bytes;
-    char *sink = own ? malloc(bytes) : exec->scratch;
-    if (!sink && bytes > 0)
+    int own = !place && (exec->scratch == NULL || bytes > exec->ctx->chunk_bytes);
+    char *sink = place ? place : own ? malloc(bytes) : exec->scratch;
+    if (!sink && bytes > 0) {
+        NBR_ERROR("no memory to take the unwanted %zu-byte message from rank %d: "
+                  "that rank's call will not complete", bytes, peer);
         return NBR_ERR_NOMEM;
+    }
     MPI_Request request = MPI_REQUEST_NULL;
     int rc = *message != MPI_MESSAGE_NULL
                  ? nbr_message_imrecv(sink ? sink : &one, bytes, message, &request)
                  : nbr_message_post(NBR_MSG_IRECV, sink ? sink : &one, bytes, peer, tag,
-                                    exec->comm, &request);
+                                    exec->comm, &request, NULL);
     int mrc = rc == NBR_SUCCESS ? MPI_Wait(&request, MPI_STATUS_IGNORE) : MPI_SUCCESS;
     rc = mrc == MPI_SUCCESS ? rc : nbr_mpi_failed("MPI_Wait", mrc);
     if (own)
@@ -428,7 +476,7 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
         record(exec, NBR_ERR_TYPE_MISMATCH);
         if (by_mpi) { /* its sender waits for MPI to take the message */
             MPI_Message none = MPI_MESSAGE_NULL;
-            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, bytes));
+            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, bytes, NULL));
         }
         item->state = S_DONE;
         return;
@@ -444,7 +492,8 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
         if (rc != NBR_SUCCESS) {
             MPI_Message none = MPI_MESSAGE_NULL; /* its sender still waits for MPI */
             record(exec, rc);
-            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, item->bytes));
+            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, item->bytes,
+                                 NULL));
             item->state = S_DONE;
             return;
         }
@@ -463,6 +512,12 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
     exec->bytes_ipc_pulled += item->bytes;
     queue_copy(exec, index, item_addr(exec, item), (char *)base + desc->offset, item->bytes,
                S_COPY_THEN_ACK);
+}
+
+/* A receive still looking for its message (or, draining, for the rest of it). */
+static int searching(const nbr_dev_item_t *item)
+{
+    return item->state == S_MATCH || item->state == S_PROBE || item->state == S_DRAIN;
 }
 
 /* Marks an op's items from `index` on done: the op ended early. */
@@ -493,10 +548,8 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
             end_op(exec, index);
             return 1;
         }
-        if (!flag) {
-            exec->ctx->probe_missed[op->peer] = exec->ctx->pass;
+        if (!flag)
             return moved;
-        }
         moved = 1;
         size_t got = 0;
         int rc = nbr_message_probed(&status, &got);
@@ -511,7 +564,9 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
         }
         item->sender_bytes = (item->state == S_PROBE ? item->offset : item->sender_bytes) + got;
         item->state = S_DRAIN;
-        rc = rc == NBR_SUCCESS ? discard(exec, &message, op->peer, tag, got) : rc;
+        if (rc == NBR_SUCCESS) /* where the bytes fit, they may as well land in place */
+            rc = discard(exec, &message, op->peer, tag, got,
+                         got <= item->bytes ? mpi_addr(exec, item) : NULL);
         /* GPU-aware MPI: messages are whole; otherwise a short chunk is the last */
         if (rc != NBR_SUCCESS || exec->ctx->gpu_aware || got < exec->ctx->chunk_bytes) {
             NBR_ERROR("message from rank %d has %zu bytes, %zu expected: send and receive "
@@ -530,27 +585,23 @@ static int progress_phase(nbr_dev_exec_t *exec)
     int first = exec->phase_first_item[exec->phase], last = exec->phase_first_item[exec->phase + 1];
     int moved = 0, pending = 0;
     record(exec, nbr_device_poll(ctx));
-    /* Receives match in plan order (descriptors from node peers, probed
-     * chunks from the network). Once one finds nothing from a peer, later
-     * ones skip that peer for this pass: the peer may be posting right now,
-     * and a later receive must not take what an earlier one missed by a
-     * moment. */
-    uint64_t pass = ++ctx->pass;
+    /* Receives find their messages (descriptors from node peers, probed
+     * chunks from the network) in MPI's order: one waits while the receive
+     * before it with its peer and tag has found nothing, so it cannot take
+     * what that one missed by a moment. */
     for (int i = first; i < last; i++) {
         nbr_dev_item_t *item = &exec->items[i];
-        const nbr_op_t *op = op_of(exec, item);
-        if ((item->state == S_PROBE || item->state == S_DRAIN) &&
-            ctx->probe_missed[op->peer] != pass)
-            moved |= take_probed(exec, i);
-        if (item->state != S_MATCH || ctx->missed[item->channel_peer] == pass)
+        if (!searching(item) || (item->prev_same >= 0 && searching(&exec->items[item->prev_same])))
             continue;
-        nbr_desc_t *desc = match_descriptor(ctx, item->channel_peer, exec->tag_base + op->tag,
-                                            &item->seq);
+        if (item->path == PATH_NETWORK) {
+            moved |= take_probed(exec, i);
+            continue;
+        }
+        nbr_desc_t *desc = match_descriptor(ctx, item->channel_peer,
+                                            exec->tag_base + op_of(exec, item)->tag, &item->seq);
         if (desc) {
             take_descriptor(exec, i, desc);
             moved = 1;
-        } else {
-            ctx->missed[item->channel_peer] = pass;
         }
     }
     moved |= advance_sends(exec, last);

@@ -50,7 +50,7 @@ typedef struct nbr_dev_exec {
      * first one comes: most node peers send over IPC) */
     nbr_staging_area_t staging, channel_staging;
     char *scratch;         /* one chunk: where unwanted chunks are received */
-    int probed_receives;   /* chunked network receives in the plan */
+    int network_receives;  /* the plan receives from other nodes */
     nbr_copy_t *batch;     /* copies gathered by one pass, launched together */
     int *batch_items;
     int batch_count, batch_capacity;

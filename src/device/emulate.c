@@ -13,9 +13,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <nbrcoll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +28,7 @@
 /* What an emulated IPC handle holds. */
 typedef struct emu_handle {
     uint64_t magic;
+    uint64_t pid_ns; /* the owner's pid namespace: pids mean something only in it */
     uint64_t pid;
     uint64_t id;
     uint64_t bytes;
@@ -46,11 +47,20 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static emu_mapping_t *mappings;
 static int num_mappings, mappings_capacity;
 static uint64_t next_id = 1;
+static uint64_t own_ns; /* pid_namespace(), taken at the first allocation */
+static pthread_once_t first_allocation = PTHREAD_ONCE_INIT;
 
-static void segment_name(char *name, size_t len, uint64_t pid, uint64_t id)
+static void segment_name(char *name, size_t len, uint64_t pid_ns, uint64_t pid, uint64_t id)
 {
-    snprintf(name, len, "/nbrcoll-emu-%llu-%llu", (unsigned long long)pid,
-             (unsigned long long)id);
+    snprintf(name, len, "/nbrcoll-emu-%llu-%llu-%llu", (unsigned long long)pid_ns,
+             (unsigned long long)pid, (unsigned long long)id);
+}
+
+/* This process's pid namespace (the inode of /proc/self/ns/pid), 0 unknown. */
+static uint64_t pid_namespace(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
 static int add_mapping(char *base, size_t bytes, uint64_t id, int owned)
@@ -112,17 +122,19 @@ static int emu_pointer_kind(const void *ptr, nbr_mem_kind_t *kind, int *device)
 
 /* Segments outlive a process that is killed (a test past its timeout, the
  * OOM killer): each process removes, once, those whose owner is gone, so
- * that /dev/shm does not fill up run after run. */
-static void remove_orphaned_segments(void)
+ * that /dev/shm does not fill up run after run. Only owners of its own pid
+ * namespace are judged: /dev/shm may be shared with other namespaces,
+ * whose pids say nothing here. */
+static void remove_orphaned_segments(uint64_t my_ns)
 {
-    DIR *dir = opendir("/dev/shm");
+    DIR *dir = my_ns ? opendir("/dev/shm") : NULL;
     if (!dir)
         return;
     for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
-        unsigned long long pid = 0, id = 0;
+        unsigned long long ns = 0, pid = 0, id = 0;
         char name[300];
-        if (sscanf(entry->d_name, "nbrcoll-emu-%llu-%llu", &pid, &id) != 2 || pid == 0 ||
-            (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+        if (sscanf(entry->d_name, "nbrcoll-emu-%llu-%llu-%llu", &ns, &pid, &id) != 3 ||
+            ns != my_ns || pid == 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
         snprintf(name, sizeof name, "/%s", entry->d_name);
         if (shm_unlink(name) == 0)
@@ -131,15 +143,20 @@ static void remove_orphaned_segments(void)
     closedir(dir);
 }
 
+static void prepare_process(void)
+{
+    own_ns = pid_namespace();
+    remove_orphaned_segments(own_ns);
+}
+
 static int emu_mem_alloc(void **ptr, size_t bytes)
 {
-    char name[64];
+    char name[96];
     pthread_mutex_lock(&lock);
     uint64_t id = next_id++;
     pthread_mutex_unlock(&lock);
-    if (id == 1)
-        remove_orphaned_segments();
-    segment_name(name, sizeof name, (uint64_t)getpid(), id);
+    pthread_once(&first_allocation, prepare_process);
+    segment_name(name, sizeof name, own_ns, (uint64_t)getpid(), id);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
         NBR_ERROR("emulated device: shm_open %s: %s", name, strerror(errno));
@@ -174,8 +191,8 @@ static int emu_mem_free(void *ptr)
         NBR_ERROR("nbr_mem_free: %p was not allocated by nbr_mem_alloc", ptr);
         return NBR_ERR_ARG;
     }
-    char name[64];
-    segment_name(name, sizeof name, (uint64_t)getpid(), m.id);
+    char name[96];
+    segment_name(name, sizeof name, own_ns, (uint64_t)getpid(), m.id);
     shm_unlink(name); /* peers that mapped it keep their mapping, as with IPC */
     munmap(m.base, m.bytes);
     return NBR_SUCCESS;
@@ -202,7 +219,8 @@ static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset
     for (int i = 0; i < num_mappings; i++)
         if (mappings[i].owned && p >= mappings[i].base &&
             p < mappings[i].base + mappings[i].bytes) {
-            emu_handle_t h = {EMU_MAGIC, (uint64_t)getpid(), mappings[i].id, mappings[i].bytes};
+            emu_handle_t h = {EMU_MAGIC, own_ns, (uint64_t)getpid(), mappings[i].id,
+                              mappings[i].bytes};
             memcpy(handle->bytes, &h, sizeof h);
             *offset = (size_t)(p - mappings[i].base);
             rc = NBR_SUCCESS;
@@ -217,13 +235,13 @@ static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset
 static int emu_ipc_open(const nbr_ipc_handle_t *handle, void **base)
 {
     emu_handle_t h;
-    char name[64];
+    char name[96];
     memcpy(&h, handle->bytes, sizeof h);
     if (h.magic != EMU_MAGIC) {
         NBR_ERROR("emulated device: not an emulated IPC handle");
         return NBR_ERR_DEVICE;
     }
-    segment_name(name, sizeof name, h.pid, h.id);
+    segment_name(name, sizeof name, h.pid_ns, h.pid, h.id);
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0) {
         NBR_ERROR("emulated device: open %s: %s (freed by its owner?)", name, strerror(errno));

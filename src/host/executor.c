@@ -14,6 +14,15 @@ static int is_message(const nbr_op_t *op)
     return op->kind == NBR_OP_RECV || op->kind == NBR_OP_SEND;
 }
 
+/* Frees persistent request r and the type it kept. */
+static void free_persistent(nbr_exec_t *exec, int r)
+{
+    if (exec->requests[r] != MPI_REQUEST_NULL)
+        MPI_Request_free(&exec->requests[r]);
+    if (exec->request_types[r] != MPI_DATATYPE_NULL)
+        MPI_Type_free(&exec->request_types[r]);
+}
+
 /* Creates the MPI persistent requests of phase p that do not exist: all of
  * them at init, and again after a phase failed (finish_phase drops them:
  * Open MPI may release or spoil a persistent receive that was truncated). */
@@ -32,7 +41,8 @@ static int create_persistent(nbr_exec_t *exec, int p)
         NBR_CHECK(nbr_message_post(op->kind == NBR_OP_RECV ? NBR_MSG_RECV_INIT
                                                            : NBR_MSG_SEND_INIT,
                                    exec->base[op->buf] + op->offset, op->bytes, op->peer,
-                                   exec->tag_base + op->tag, exec->comm, request));
+                                   exec->tag_base + op->tag, exec->comm, request,
+                                   &exec->request_types[request - exec->requests]));
     }
 out:
     return rc;
@@ -57,8 +67,14 @@ int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
                        sizeof(MPI_Request)));
     NBR_CHECK(nbr_grow((void **)&exec->statuses, &exec->status_capacity,
                        plan->max_phase_messages + 1, 1, sizeof(MPI_Status)));
-    for (int r = 0; r < slots; r++)
+    if (persistent)
+        NBR_CHECK(nbr_grow((void **)&exec->request_types, &exec->types_capacity, slots + 1, 1,
+                           sizeof(MPI_Datatype)));
+    for (int r = 0; r < slots; r++) {
         exec->requests[r] = MPI_REQUEST_NULL;
+        if (persistent)
+            exec->request_types[r] = MPI_DATATYPE_NULL;
+    }
     if (!persistent)
         return NBR_SUCCESS;
     for (int p = 0; p < plan->num_phases; p++)
@@ -88,7 +104,7 @@ static int post_phase(nbr_exec_t *exec, int p)
             if (is_message(op))
                 NBR_CHECK(nbr_message_post(op->kind == NBR_OP_RECV ? NBR_MSG_IRECV : NBR_MSG_ISEND,
                                            exec->base[op->buf] + op->offset, op->bytes, op->peer,
-                                           exec->tag_base + op->tag, exec->comm, next++));
+                                           exec->tag_base + op->tag, exec->comm, next++, NULL));
         }
     }
     for (int i = 0; i < phase->num_ops; i++) {
@@ -217,10 +233,9 @@ static int finish_phase(nbr_exec_t *exec, int blocking, int *finished)
     if (phase_rc != NBR_SUCCESS && exec->persistent) {
         /* After an error MPI may have released a handle or left it unusable;
          * drop the phase's handles so the next start re-creates them. */
-        MPI_Request *requests = phase_requests(exec, p);
-        for (int r = 0; r < count; r++)
-            if (requests[r] != MPI_REQUEST_NULL)
-                MPI_Request_free(&requests[r]);
+        int first = exec->plan->phase_first_message[p];
+        for (int r = first; r < first + count; r++)
+            free_persistent(exec, r);
     }
     record(exec, phase_rc);
     exec->phase++;
@@ -286,8 +301,7 @@ void nbr_exec_unbind(nbr_exec_t *exec)
     if (exec->persistent && exec->requests && exec->plan) {
         int total = exec->plan->phase_first_message[exec->plan->num_phases];
         for (int r = 0; r < total; r++)
-            if (exec->requests[r] != MPI_REQUEST_NULL)
-                MPI_Request_free(&exec->requests[r]);
+            free_persistent(exec, r);
     }
     exec->plan = NULL;
     exec->persistent = 0;
@@ -299,7 +313,9 @@ void nbr_exec_free(nbr_exec_t *exec)
     nbr_exec_unbind(exec);
     free(exec->requests);
     free(exec->statuses);
+    free(exec->request_types);
     exec->requests = NULL;
     exec->statuses = NULL;
-    exec->request_capacity = exec->status_capacity = 0;
+    exec->request_types = NULL;
+    exec->request_capacity = exec->status_capacity = exec->types_capacity = 0;
 }

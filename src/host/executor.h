@@ -18,8 +18,9 @@ typedef struct nbr_exec {
     int tag_base;
     int persistent;
     MPI_Request *requests;    /* persistent: every message op; else one phase */
+    MPI_Datatype *request_types; /* persistent: a message's type over 2 GiB, else NULL type */
     MPI_Status *statuses;     /* one phase */
-    int request_capacity, status_capacity; /* arrays are kept between runs */
+    int request_capacity, status_capacity, types_capacity; /* arrays are kept between runs */
     int phase;                /* phase in flight; num_phases when idle */
     int active;
     int status;               /* first error of the current run */
