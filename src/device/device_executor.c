@@ -75,8 +75,9 @@ static int add_item(nbr_dev_exec_t *exec, nbr_dev_item_t item)
     return rc;
 }
 
-/* One op as items: network messages through staging travel in chunks that
- * both ends cut the same way (the plan gives both the same byte count). */
+/* One op as items: a node-channel message is one item; a network message
+ * without GPU-aware MPI is one item per chunk, each end cutting its own
+ * length (equal in a correct program; see take_probed when not). */
 static int split_op(nbr_dev_exec_t *exec, int index)
 {
     const nbr_op_t *op = &exec->plan->ops[index];
