@@ -20,7 +20,7 @@ typedef enum nbr_message_call {
  * operation); otherwise *held receives it (MPI_DATATYPE_NULL when none),
  * for the caller to free after the request: persistent requests keep
  * theirs, since some MPIs mishandle a type freed under one. Returns
- * NBR_SUCCESS, NBR_ERR_MPI or NBR_ERR_UNSUPPORTED (over 2^60 bytes), logged. */
+ * NBR_SUCCESS, NBR_ERR_MPI or NBR_ERR_UNSUPPORTED (2^61 bytes or more), logged. */
 int nbr_message_post(nbr_message_call_t call, void *buf, size_t bytes, int peer, int tag,
                      MPI_Comm comm, MPI_Request *request, MPI_Datatype *held);
 

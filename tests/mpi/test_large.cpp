@@ -1,8 +1,8 @@
 // Messages over 2 GiB (MPI counts are ints): a ring of ranks exchanges
 // allgather blocks of 2 GiB + 8 KiB, blocking and persistent, through
 // whichever executor the environment selects (host MPI, the device layer's
-// network path or its node channel). Each rank needs about 4.1 GiB; the
-// test skips, saying so, where the machine has less memory free.
+// network path or its node channel). Each rank needs about 4.1 GiB (6.1
+// with device staging); with less free memory the test fails, saying so.
 #include <mpi.h>
 
 #include <gtest/gtest.h>
@@ -94,9 +94,14 @@ TEST_F(LargeMessages, AllgatherOverTwoGiB)
     // every rank on this machine holds a send and a receive block, and a
     // device-side receiver may stage one more
     const size_t need = static_cast<size_t>(P) * 3 * kBytes + (1ull << 30);
-    if (!all_ranks(available_bytes() > need))
-        GTEST_SKIP() << "needs " << (need >> 20) << " MiB of free memory for " << P
-                     << " ranks, the machine has " << (available_bytes() >> 20);
+    // Too little memory is a failure, not a skip: the test never passes
+    // without moving its 2 GiB (ctest -LE large leaves these tests out).
+    if (!all_ranks(available_bytes() > need)) {
+        ADD_FAILURE() << "needs " << (need >> 20) << " MiB of free memory for " << P
+                      << " ranks, the machine has " << (available_bytes() >> 20)
+                      << " (ctest -LE large leaves these tests out)";
+        return;
+    }
     const int left = (me + P - 1) % P, right = (me + 1) % P;
     MPI_Comm comm = MPI_COMM_NULL;
     ASSERT_EQ(nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &left, MPI_UNWEIGHTED, 1, &right,
