@@ -24,4 +24,15 @@ static inline int nbr_grow(void **array, int *capacity, int needed, int minimum,
     return NBR_SUCCESS;
 }
 
+/* Room for one element more in *array, which holds `count`: exactly
+ * count + 1, for short lists that are kept (no spare capacity to carry). */
+static inline int nbr_grow_exact(void **array, int count, size_t size)
+{
+    void *grown = realloc(*array, ((size_t)count + 1) * size);
+    if (!grown)
+        return NBR_ERR_NOMEM;
+    *array = grown;
+    return NBR_SUCCESS;
+}
+
 #endif

@@ -102,6 +102,34 @@ int nbr_message_probed(const MPI_Status *status, size_t *bytes)
     return NBR_SUCCESS;
 }
 
+int nbr_message_mismatch(int peer, size_t got, size_t expected)
+{
+    NBR_ERROR("message from rank %d has %zu bytes, %zu expected: send and receive "
+              "signatures differ", peer, got, expected);
+    return NBR_ERR_TYPE_MISMATCH;
+}
+
+int nbr_message_check(int is_receive, const MPI_Status *status, int err, int peer,
+                      size_t expected, const char *what)
+{
+    if (err != MPI_SUCCESS) {
+        int cls = MPI_SUCCESS;
+        MPI_Error_class(err, &cls);
+        if (cls != MPI_ERR_TRUNCATE)
+            return nbr_mpi_failed(what, err);
+        NBR_ERROR("message from rank %d longer than the %zu bytes expected: send and "
+                  "receive signatures differ", peer, expected);
+        return NBR_ERR_TYPE_MISMATCH;
+    }
+    if (!is_receive)
+        return NBR_SUCCESS;
+    size_t got = 0;
+    int rc = nbr_message_received(status, expected, &got);
+    if (rc == NBR_SUCCESS && got != expected)
+        rc = nbr_message_mismatch(peer, got, expected);
+    return rc;
+}
+
 int nbr_message_received(const MPI_Status *status, size_t expected, size_t *got)
 {
     MPI_Datatype type;

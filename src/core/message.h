@@ -30,6 +30,16 @@ int nbr_message_imrecv(void *buf, size_t bytes, MPI_Message *message, MPI_Reques
 /* The length of a probed message. */
 int nbr_message_probed(const MPI_Status *status, size_t *bytes);
 
+/* Logs that the message from peer has `got` bytes where `expected` were
+ * planned; returns NBR_ERR_TYPE_MISMATCH. */
+int nbr_message_mismatch(int peer, size_t got, size_t expected);
+
+/* A finished send or receive (is_receive) of `expected` bytes with peer:
+ * err is the request's MPI code. NBR_SUCCESS, NBR_ERR_TYPE_MISMATCH (a
+ * truncated or short receive, logged) or NBR_ERR_MPI (logged as `what`). */
+int nbr_message_check(int is_receive, const MPI_Status *status, int err, int peer,
+                      size_t expected, const char *what);
+
 /* The bytes a completed receive posted for `expected` bytes got. */
 int nbr_message_received(const MPI_Status *status, size_t expected, size_t *got);
 

@@ -339,32 +339,6 @@ static char *mpi_addr(nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
            item->staging_offset;
 }
 
-/* A finished MPI request. Receives are posted only for messages of the
- * expected length (probed, or announced by a descriptor), so the length
- * checks are a guard against an MPI that delivers otherwise. */
-static int check_received(const nbr_dev_item_t *item, int peer, MPI_Status *status, int mrc)
-{
-    if (mrc != MPI_SUCCESS) {
-        int cls = MPI_SUCCESS;
-        MPI_Error_class(mrc, &cls);
-        if (cls != MPI_ERR_TRUNCATE)
-            return nbr_mpi_failed("MPI_Test", mrc);
-        NBR_ERROR("message from rank %d longer than the %zu bytes expected: send and "
-                  "receive signatures differ", peer, item->bytes);
-        return NBR_ERR_TYPE_MISMATCH;
-    }
-    if (item->kind != ITEM_RECV)
-        return NBR_SUCCESS;
-    size_t got = 0;
-    int rc = nbr_message_received(status, item->bytes, &got);
-    if (rc == NBR_SUCCESS && got != item->bytes) {
-        NBR_ERROR("message from rank %d has %zu bytes, %zu expected: send and receive "
-                  "signatures differ", peer, got, item->bytes);
-        return NBR_ERR_TYPE_MISMATCH;
-    }
-    return rc;
-}
-
 /* Receives a message nobody wants (its length differs from the plan's) so
  * that its sender completes. The whole message is taken: a truncated
  * receive is not safe on every transport (Open MPI's TCP path writes past
@@ -469,8 +443,7 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
     nbr_dev_item_t *item = &exec->items[index];
     const nbr_op_t *op = op_of(exec, item);
     if (desc->bytes != item->bytes) {
-        NBR_ERROR("message from rank %d has %llu bytes, %zu expected: send and receive "
-                  "signatures differ", op->peer, (unsigned long long)desc->bytes, item->bytes);
+        nbr_message_mismatch(op->peer, (size_t)desc->bytes, item->bytes);
         int by_mpi = desc->kind == NBR_DESC_MPI && desc->bytes > 0;
         size_t bytes = (size_t)desc->bytes;
         release_descriptor(desc, item->seq);
@@ -570,9 +543,8 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
                          got <= item->bytes ? mpi_addr(exec, item) : NULL);
         /* GPU-aware MPI: messages are whole; otherwise a short chunk is the last */
         if (rc != NBR_SUCCESS || exec->ctx->gpu_aware || got < exec->ctx->chunk_bytes) {
-            NBR_ERROR("message from rank %d has %zu bytes, %zu expected: send and receive "
-                      "signatures differ", op->peer, item->sender_bytes, op->bytes);
-            record(exec, rc != NBR_SUCCESS ? rc : NBR_ERR_TYPE_MISMATCH);
+            int mismatch = nbr_message_mismatch(op->peer, item->sender_bytes, op->bytes);
+            record(exec, rc != NBR_SUCCESS ? rc : mismatch);
             end_op(exec, index);
         }
     }
@@ -614,7 +586,12 @@ static int progress_phase(nbr_dev_exec_t *exec)
             MPI_Status status;
             int mrc = MPI_Test(&item->request, &flag, &status);
             if (flag || mrc != MPI_SUCCESS) {
-                record(exec, check_received(item, op_of(exec, item)->peer, &status, mrc));
+                /* receives are posted only for messages of the expected
+                 * length (probed, or announced by a descriptor): the length
+                 * check guards against an MPI that delivers otherwise */
+                record(exec, nbr_message_check(item->kind == ITEM_RECV, &status, mrc,
+                                               op_of(exec, item)->peer, item->bytes,
+                                               "MPI_Test"));
                 if (item->kind == ITEM_RECV && item->staged && mrc == MPI_SUCCESS &&
                     item->bytes > 0) {
                     exec->bytes_staged += item->bytes;

@@ -38,9 +38,7 @@ static int shared(const word_t *a, const word_t *b, int words)
 static int add_pair(nbr_combining_pattern_t *pat, int friend_rank, const int *on, int num_on,
                     int friend_serves)
 {
-    int capacity = pat->num_pairs;
-    int rc = nbr_grow((void **)&pat->pairs, &capacity, pat->num_pairs + 1, 1,
-                      sizeof(nbr_combining_pair_t));
+    int rc = nbr_grow_exact((void **)&pat->pairs, pat->num_pairs, sizeof(nbr_combining_pair_t));
     if (rc != NBR_SUCCESS)
         return rc;
     nbr_combining_pair_t *x = &pat->pairs[pat->num_pairs++];
@@ -56,9 +54,7 @@ static int add_pair(nbr_combining_pattern_t *pat, int friend_rank, const int *on
 
 static int add_in(nbr_combining_pattern_t *pat, int sender, int a, int b)
 {
-    int capacity = pat->num_in;
-    int rc = nbr_grow((void **)&pat->in, &capacity, pat->num_in + 1, 1,
-                      sizeof(nbr_combining_in_t));
+    int rc = nbr_grow_exact((void **)&pat->in, pat->num_in, sizeof(nbr_combining_in_t));
     if (rc == NBR_SUCCESS)
         pat->in[pat->num_in++] = (nbr_combining_in_t){sender, {a, b}};
     return rc;

@@ -148,27 +148,11 @@ static int check_phase(nbr_exec_t *exec, int p, int mpi_rc)
         if (!is_message(op))
             continue;
         MPI_Status *status = &exec->statuses[r++];
-        int op_rc = NBR_SUCCESS;
-        if (mpi_rc == MPI_ERR_IN_STATUS && status->MPI_ERROR != MPI_SUCCESS) {
-            int cls = MPI_SUCCESS;
-            MPI_Error_class(status->MPI_ERROR, &cls);
-            if (cls == MPI_ERR_TRUNCATE) {
-                NBR_ERROR("message from rank %d longer than the %zu bytes expected: "
-                          "send and receive signatures differ", op->peer, op->bytes);
-                op_rc = NBR_ERR_TYPE_MISMATCH;
-            } else {
-                op_rc = nbr_mpi_failed(op->kind == NBR_OP_RECV ? "receive" : "send",
-                                       status->MPI_ERROR);
-            }
-        } else if (op->kind == NBR_OP_RECV) {
-            size_t got = 0;
-            op_rc = nbr_message_received(status, op->bytes, &got);
-            if (op_rc == NBR_SUCCESS && got != op->bytes) {
-                NBR_ERROR("message from rank %d has %zu bytes, %zu expected: "
-                          "send and receive signatures differ", op->peer, got, op->bytes);
-                op_rc = NBR_ERR_TYPE_MISMATCH;
-            }
-        }
+        int receive = op->kind == NBR_OP_RECV;
+        int op_rc = nbr_message_check(receive, status,
+                                      mpi_rc == MPI_ERR_IN_STATUS ? status->MPI_ERROR
+                                                                  : MPI_SUCCESS,
+                                      op->peer, op->bytes, receive ? "receive" : "send");
         /* a signature mismatch says more than a generic MPI failure */
         if (rc == NBR_SUCCESS || op_rc == NBR_ERR_TYPE_MISMATCH)
             rc = op_rc == NBR_SUCCESS ? rc : op_rc;

@@ -279,8 +279,7 @@ out:
 
 static int add_msg(nbr_halving_msg_t **list, int *num, int peer, const int *blocks, int n)
 {
-    int capacity = *num; /* exact growth: lists are short and kept */
-    int rc = nbr_grow((void **)list, &capacity, *num + 1, 1, sizeof(nbr_halving_msg_t));
+    int rc = nbr_grow_exact((void **)list, *num, sizeof(nbr_halving_msg_t));
     if (rc != NBR_SUCCESS)
         return rc;
     nbr_halving_msg_t *m = &(*list)[(*num)++];
