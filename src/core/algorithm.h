@@ -5,6 +5,11 @@
 #include "plan.h"
 #include "../topo/locality.h"
 
+/* Tags a plan's ops may use, [0, NBR_PLAN_TAGS): a call's tag window holds
+ * two plans, its data and (allgatherv through relays) the block-size round
+ * run before it, which takes the upper half. */
+#define NBR_PLAN_TAGS 32
+
 /* Everything a builder may look at for one rank. Pure data. */
 typedef struct nbr_plan_input {
     int rank;

@@ -62,6 +62,9 @@ typedef struct nbr_comm {
 #define NBR_TAG_ENGINE 0
 #define NBR_TAG_FIRST_CALL 8
 #define NBR_TAGS_PER_CALL 64
+#if NBR_TAGS_PER_CALL < 2 * NBR_PLAN_TAGS
+#error "a call's tag window must hold two plans"
+#endif
 
 /* The state of comm, set up now (collectively) if absent, with info's
  * configuration (MPI_INFO_NULL: environment and defaults). Not referenced:

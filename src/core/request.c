@@ -369,7 +369,7 @@ static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algori
         goto out;
     }
     char *base[NBR_NUM_BUFFERS] = {(char *)&mine, (char *)received, scratch};
-    NBR_CHECK(run_now(state, &plan, base, tag_base + NBR_TAGS_PER_CALL / 2));
+    NBR_CHECK(run_now(state, &plan, base, tag_base + NBR_PLAN_TAGS));
     for (int r = 0; r < n; r++) {
         uint64_t size = 0;
         if (offset_of[r] != SIZE_MAX)
@@ -558,8 +558,6 @@ int nbr_start(nbr_request_t *request)
     if (req->on_device)
         return nbr_dev_exec_start(&req->dev_exec);
     rc = nbr_exec_start(&req->exec);
-    if (rc != NBR_SUCCESS && req->exec.active)
-        nbr_exec_wait(&req->exec); /* part was posted and peers wait for the rest */
     if (rc != NBR_SUCCESS)
         req->running = 0;
     return rc;

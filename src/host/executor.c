@@ -194,6 +194,8 @@ int nbr_exec_start(nbr_exec_t *exec)
     }
     int rc = post_phase(exec, 0);
     record(exec, rc);
+    if (rc != NBR_SUCCESS)
+        nbr_exec_wait(exec); /* part was posted and peers wait for the rest */
     return rc;
 }
 

@@ -37,6 +37,8 @@ typedef struct nbr_exec {
 int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
                   char *const base[NBR_NUM_BUFFERS], MPI_Comm comm,
                   int tag_base, int persistent);
+/* Posts the first phase. If posting fails part way, the run is waited out
+ * (peers wait for what was posted) and the error returned. */
 int nbr_exec_start(nbr_exec_t *exec);
 /* Advances (every executor in flight on the list); *done = 1 when the last
  * phase completed (returns the run's status then, also when another
