@@ -16,7 +16,7 @@
 
 #include <mpi.h>
 
-#include "graph_gen.h"
+#include "base/graph_gen.h"
 #include "nbrcoll.h"
 
 #define MAX_ALGS 32

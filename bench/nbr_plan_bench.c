@@ -9,11 +9,11 @@
  *
  * Exit status: 0 when every plan verified, 1 otherwise, 2 on bad usage. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
-#include "core/algorithm.h"
-#include "core/graph_gen.h"
-#include "core/verify.h"
-#include "host/combining.h"
-#include "host/halving.h"
+#include "alg/registry.h"
+#include "base/graph_gen.h"
+#include "plan/verify.h"
+#include "alg/combining.h"
+#include "alg/halving.h"
 
 #include <nbrcoll.h>
 #include <stdio.h>

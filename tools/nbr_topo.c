@@ -12,7 +12,7 @@
  *   nbr_topo --sysfs-root D   read the KFD tree under D (a fake tree)
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
-#include "core/config.h"
+#include "front/config.h"
 #include "topo/locality.h"
 #include "topo/probe.h"
 #include "topo/topology.h"

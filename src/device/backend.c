@@ -1,6 +1,6 @@
-#include "backend.h"
+#include "device/backend.h"
 
-#include "../core/log.h"
+#include "base/log.h"
 
 #include <nbrcoll.h>
 #include <pthread.h>

@@ -5,10 +5,10 @@
  * inside copy(), so the device protocol's waits for copies to finish are
  * exercised as on a GPU. */
 #define _GNU_SOURCE
-#include "backend.h"
+#include "device/backend.h"
 
-#include "../core/grow.h"
-#include "../core/log.h"
+#include "base/grow.h"
+#include "base/log.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
 #include <nbrcoll.h>
 
 extern "C" {
-#include "core/log.h" /* a C header without its own extern "C" */
+#include "base/log.h" /* a C header without its own extern "C" */
 }
 #include "device/backend.h"
 

@@ -1,4 +1,4 @@
-#include "cuda_probe.h"
+#include "topo/cuda_probe.h"
 
 #include <ctype.h>
 #include <nbrcoll.h>

@@ -15,7 +15,7 @@
 #ifndef NBR_CUDA_PROBE_H
 #define NBR_CUDA_PROBE_H
 
-#include "topology.h"
+#include "topo/topology.h"
 
 enum { NBR_CUDA_P2P_ACCESS, NBR_CUDA_P2P_ATOMICS, NBR_CUDA_P2P_RANK };
 

@@ -1,7 +1,7 @@
 /* KFD sysfs probe; the files and fields it reads are listed in kfd.h. */
-#include "kfd.h"
+#include "topo/kfd.h"
 
-#include "../core/log.h"
+#include "base/log.h"
 
 #include <ctype.h>
 #include <dirent.h>

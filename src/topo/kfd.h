@@ -20,8 +20,8 @@
 #ifndef NBR_TOPO_KFD_H
 #define NBR_TOPO_KFD_H
 
-#include "rsmi.h"
-#include "topology.h"
+#include "topo/rsmi.h"
+#include "topo/topology.h"
 
 #include <stddef.h>
 

@@ -1,8 +1,8 @@
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
-#include "locality.h"
+#include "topo/locality.h"
 
-#include "probe.h"
-#include "../core/log.h"
+#include "topo/probe.h"
+#include "base/log.h"
 
 #include <nbrcoll.h>
 #include <stdio.h>

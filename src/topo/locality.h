@@ -4,7 +4,7 @@
 #ifndef NBR_LOCALITY_H
 #define NBR_LOCALITY_H
 
-#include "topology.h"
+#include "topo/topology.h"
 
 #include <mpi.h>
 

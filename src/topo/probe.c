@@ -1,9 +1,9 @@
-#include "probe.h"
+#include "topo/probe.h"
 
-#include "cuda_probe.h"
-#include "kfd.h"
-#include "rsmi.h"
-#include "../core/log.h"
+#include "topo/cuda_probe.h"
+#include "topo/kfd.h"
+#include "topo/rsmi.h"
+#include "base/log.h"
 
 #include <hwloc.h>
 #include <nbrcoll.h>

@@ -12,7 +12,7 @@
 #ifndef NBR_PROBE_H
 #define NBR_PROBE_H
 
-#include "topology.h"
+#include "topo/topology.h"
 
 typedef struct nbr_probe_options {
     const char *topo_file;  /* NULL or "": no file */

@@ -1,8 +1,8 @@
 /* rocm_smi probe and the classification shared with the KFD probe; the
  * facts this relies on are listed in rsmi.h. */
-#include "rsmi.h"
+#include "topo/rsmi.h"
 
-#include "../core/log.h"
+#include "base/log.h"
 
 #include <ctype.h>
 #include <limits.h>

@@ -21,7 +21,7 @@
 #ifndef NBR_TOPO_RSMI_H
 #define NBR_TOPO_RSMI_H
 
-#include "topology.h"
+#include "topo/topology.h"
 
 #include <stddef.h>
 #include <stdint.h>

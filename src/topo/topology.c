@@ -1,4 +1,4 @@
-#include "topology.h"
+#include "topo/topology.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "graph_gen.h"
+#include "base/graph_gen.h"
 #include "nbrcoll.h"
 
 namespace nbrtest {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "device/backend.h"
-#include "graph_gen.h"
+#include "base/graph_gen.h"
 #include "mpi_harness.h"
 #include "nbrcoll.h"
 #include "test_memory.h"

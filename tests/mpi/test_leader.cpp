@@ -6,7 +6,7 @@
 
 #include <nbrcoll.h>
 extern "C" {
-#include "graph_gen.h"
+#include "base/graph_gen.h"
 }
 
 #include <set>

@@ -4,9 +4,9 @@
 
 #include <nbrcoll.h>
 extern "C" {
-#include "core/algorithm.h"
-#include "core/graph_gen.h"
-#include "core/verify.h"
+#include "alg/registry.h"
+#include "base/graph_gen.h"
+#include "plan/verify.h"
 }
 
 #include <string>

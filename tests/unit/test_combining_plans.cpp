@@ -3,7 +3,7 @@
 #include "plan_fixture.h"
 
 extern "C" {
-#include "host/combining.h"
+#include "alg/combining.h"
 }
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The Hockney model of distance-halving-allgather.txt, Section V.
 #include <nbrcoll.h>
 
-#include "host/cost_model.h"
+#include "alg/cost_model.h"
 
 #include <gtest/gtest.h>
 

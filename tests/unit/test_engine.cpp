@@ -1,9 +1,9 @@
 // The rounds engine in-process, and neighbor discovery on it.
 #include <nbrcoll.h>
 extern "C" {
-#include "core/discover.h"
-#include "core/engine.h"
-#include "core/graph_gen.h"
+#include "front/discover.h"
+#include "base/engine.h"
+#include "base/graph_gen.h"
 }
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Graph generators and the node / socket map.
 #include <nbrcoll.h>
 extern "C" {
-#include "core/graph_gen.h"
+#include "base/graph_gen.h"
 #include "topo/locality.h"
 }
 

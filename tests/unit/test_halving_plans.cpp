@@ -3,7 +3,7 @@
 #include "plan_fixture.h"
 
 extern "C" {
-#include "host/halving.h"
+#include "alg/halving.h"
 #include "topo/locality.h"
 }
 

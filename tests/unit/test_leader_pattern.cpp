@@ -3,7 +3,7 @@
 #include "plan_fixture.h"
 
 extern "C" {
-#include "device/leader_pattern.h"
+#include "alg/leader/leader_pattern.h"
 }
 
 #include <gtest/gtest.h>

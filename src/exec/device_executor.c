@@ -1,0 +1,710 @@
+#include "exec/device_executor.h"
+
+#include "base/grow.h"
+#include "base/log.h"
+#include "exec/message.h"
+
+#include <nbrcoll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum item_kind { ITEM_COPY, ITEM_SEND, ITEM_RECV };
+enum item_path { PATH_LOCAL, PATH_CHANNEL, PATH_NETWORK };
+
+/* Where an item is; each moves forward only. */
+enum item_state {
+    S_IDLE,           /* phase not posted */
+    S_SEND_QUEUED,    /* send waiting for its turn (ring slot, staging copy) */
+    S_MATCH,          /* channel receive waiting for its descriptor */
+    S_PROBE,          /* network receive waiting to see its message */
+    S_DRAIN,          /* the sender's length differs: taking its chunks away */
+    S_MPI,            /* MPI request in flight */
+    S_COPY,           /* copy in flight on the stream */
+    S_COPY_THEN_ACK,  /* pull from a peer in flight; descriptor done after */
+    S_ACK,            /* channel send waiting for the receiver's done */
+    S_DONE
+};
+
+struct nbr_dev_item {
+    int op;          /* plan op */
+    uint8_t kind, path, state, staged;
+    int channel_peer;
+    int prev_same;   /* receive: the phase's previous one with this peer and tag, or -1 */
+    size_t offset;   /* from the op's offset (chunks) */
+    size_t bytes;
+    size_t staging_offset;
+    size_t sender_bytes; /* chunked receive gone wrong: what the sender sent so far */
+    uint64_t seq;    /* channel: message number on the pair */
+    uint64_t ticket; /* copy batch */
+    nbr_desc_t *desc; /* channel receive: the matched descriptor */
+    MPI_Request request;
+};
+
+static void record(nbr_dev_exec_t *exec, int rc)
+{
+    if (exec->status == NBR_SUCCESS || rc == NBR_ERR_TYPE_MISMATCH)
+        exec->status = rc == NBR_SUCCESS ? exec->status : rc;
+}
+
+static const nbr_op_t *op_of(const nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
+{
+    return &exec->plan->ops[item->op];
+}
+
+/* The bytes an item reads or writes in its own buffer. */
+static char *item_addr(const nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
+{
+    const nbr_op_t *op = op_of(exec, item);
+    return exec->buf[op->buf].base + op->offset + item->offset;
+}
+
+static nbr_mem_kind_t item_memory(const nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
+{
+    return exec->buf[op_of(exec, item)->buf].kind;
+}
+
+/* ------------------------------------------------------------ binding */
+
+static int add_item(nbr_dev_exec_t *exec, nbr_dev_item_t item)
+{
+    int rc = nbr_grow((void **)&exec->items, &exec->items_capacity, exec->num_items + 1, 16,
+                      sizeof(nbr_dev_item_t));
+    if (rc == NBR_SUCCESS)
+        exec->items[exec->num_items++] = item;
+    return rc;
+}
+
+/* One op as items: a node-channel message is one item; a network message
+ * without GPU-aware MPI is one item per chunk, each end cutting its own
+ * length (equal in a correct program; see take_probed when not). */
+static int split_op(nbr_dev_exec_t *exec, int index)
+{
+    const nbr_op_t *op = &exec->plan->ops[index];
+    nbr_device_ctx_t *ctx = exec->ctx;
+    nbr_dev_item_t item = {.op = index, .kind = ITEM_COPY, .path = PATH_LOCAL,
+                           .channel_peer = -1, .prev_same = -1, .bytes = op->bytes,
+                           .request = MPI_REQUEST_NULL};
+    if (op->kind == NBR_OP_COPY)
+        return add_item(exec, item);
+    item.kind = op->kind == NBR_OP_SEND ? ITEM_SEND : ITEM_RECV;
+    int device = exec->buf[op->buf].kind == NBR_MEM_DEVICE;
+    int peer = ctx->channel_of[op->peer];
+    if (peer >= 0 && op->peer != exec->rank) {
+        item.path = PATH_CHANNEL;
+        item.channel_peer = peer;
+        /* a receive into device memory stages only if the sender's bytes come by MPI */
+        item.staged = item.kind == ITEM_RECV && device && !ctx->gpu_aware;
+        item.staging_offset = exec->channel_staging.bytes;
+        exec->channel_staging.bytes += item.staged ? op->bytes : 0;
+        return add_item(exec, item);
+    }
+    item.path = PATH_NETWORK;
+    item.staged = device && !ctx->gpu_aware;
+    /* Without GPU-aware MPI a message is full chunks, then one shorter final
+     * chunk (empty when the length is a multiple): a receiver that sees a
+     * short chunk knows its sender is done, whatever length it expected. */
+    size_t chunk = ctx->chunk_bytes, full = ctx->gpu_aware ? 0 : op->bytes / chunk;
+    for (size_t c = 0; c <= full; c++) {
+        item.offset = c * chunk;
+        item.bytes = c < full ? chunk : op->bytes - full * chunk;
+        item.staging_offset = exec->staging.bytes;
+        exec->staging.bytes += item.staged ? item.bytes : 0;
+        int rc = add_item(exec, item);
+        if (rc != NBR_SUCCESS)
+            return rc;
+    }
+    exec->network_receives |= item.kind == ITEM_RECV;
+    return NBR_SUCCESS;
+}
+
+typedef struct receive_key {
+    int peer, tag, index;
+} receive_key_t;
+
+static int compare_receive_keys(const void *a, const void *b)
+{
+    const receive_key_t *x = a, *y = b;
+    if (x->peer != y->peer)
+        return x->peer < y->peer ? -1 : 1;
+    if (x->tag != y->tag)
+        return x->tag < y->tag ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* MPI matches the receives of one peer and tag in posting order: links
+ * each receive of a phase to the one before it with its peer and tag,
+ * which must have found its message (descriptor or probed chunk) first. */
+static int link_receives(nbr_dev_exec_t *exec)
+{
+    receive_key_t *keys = malloc(((size_t)exec->num_items + 1) * sizeof(*keys));
+    if (!keys)
+        return NBR_ERR_NOMEM;
+    for (int p = 0; p < exec->plan->num_phases; p++) {
+        int n = 0;
+        for (int i = exec->phase_first_item[p]; i < exec->phase_first_item[p + 1]; i++)
+            if (exec->items[i].kind == ITEM_RECV)
+                keys[n++] = (receive_key_t){op_of(exec, &exec->items[i])->peer,
+                                            op_of(exec, &exec->items[i])->tag, i};
+        qsort(keys, (size_t)n, sizeof(*keys), compare_receive_keys);
+        for (int k = 1; k < n; k++)
+            if (keys[k].peer == keys[k - 1].peer && keys[k].tag == keys[k - 1].tag)
+                exec->items[keys[k].index].prev_same = keys[k - 1].index;
+    }
+    free(keys);
+    return NBR_SUCCESS;
+}
+
+/* Device buffers that channel sends read from need an IPC handle. */
+static int take_handles(nbr_dev_exec_t *exec)
+{
+    int needed[NBR_NUM_BUFFERS] = {0};
+    for (int i = 0; i < exec->num_items; i++) {
+        const nbr_dev_item_t *item = &exec->items[i];
+        if (item->path == PATH_CHANNEL && item->kind == ITEM_SEND && item->bytes > 0 &&
+            item_memory(exec, item) == NBR_MEM_DEVICE)
+            needed[op_of(exec, item)->buf] = 1;
+    }
+    for (int b = 0; b < NBR_NUM_BUFFERS; b++) {
+        if (!needed[b])
+            continue;
+        int rc = exec->ctx->backend->ipc_get(exec->buf[b].base, &exec->handle[b],
+                                             &exec->handle_offset[b]);
+        if (rc != NBR_SUCCESS) {
+            NBR_ERROR("the %s buffer is device memory that cannot be shared with other "
+                      "processes; allocate it with nbr_mem_alloc", nbr_buffer_name(b));
+            return NBR_ERR_UNSUPPORTED;
+        }
+    }
+    return NBR_SUCCESS;
+}
+
+/* Makes area hold area->bytes of pinned memory (contents not kept). */
+static int reserve_staging(nbr_device_ctx_t *ctx, nbr_staging_area_t *area)
+{
+    if (area->bytes <= area->capacity)
+        return NBR_SUCCESS;
+    if (area->base)
+        ctx->backend->host_free(area->base);
+    area->base = NULL;
+    area->capacity = 0;
+    int rc = ctx->backend->host_alloc((void **)&area->base, area->bytes);
+    if (rc == NBR_SUCCESS)
+        area->capacity = area->bytes;
+    return rc;
+}
+
+int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_plan_t *plan,
+                      const nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS], MPI_Comm comm,
+                      int tag_base)
+{
+    int rc = NBR_SUCCESS;
+    exec->ctx = ctx;
+    exec->plan = plan;
+    exec->comm = comm;
+    exec->rank = plan->rank;
+    exec->tag_base = tag_base;
+    memcpy(exec->buf, buffers, sizeof(exec->buf));
+    exec->num_items = 0;
+    exec->staging.bytes = exec->channel_staging.bytes = 0;
+    exec->phase = plan->num_phases;
+    exec->active = 0;
+    exec->status = NBR_SUCCESS;
+    exec->network_receives = 0;
+    NBR_CHECK(nbr_grow((void **)&exec->phase_first_item, &exec->phases_capacity,
+                       plan->num_phases + 1, 4, sizeof(int)));
+    for (int p = 0; p < plan->num_phases; p++) {
+        exec->phase_first_item[p] = exec->num_items;
+        for (int i = 0; i < plan->phases[p].num_ops; i++)
+            NBR_CHECK(split_op(exec, plan->phases[p].first_op + i));
+    }
+    exec->phase_first_item[plan->num_phases] = exec->num_items;
+    NBR_CHECK(link_receives(exec));
+    NBR_CHECK(nbr_grow((void **)&exec->batch, &exec->batch_capacity, exec->num_items + 1, 16,
+                       sizeof(nbr_copy_t)));
+    free(exec->batch_items);
+    exec->batch_items = malloc(((size_t)exec->batch_capacity) * sizeof(int));
+    if (!exec->batch_items)
+        return NBR_ERR_NOMEM;
+    if (exec->network_receives && !exec->scratch) {
+        exec->scratch = malloc(ctx->chunk_bytes);
+        if (!exec->scratch)
+            return NBR_ERR_NOMEM;
+    }
+    NBR_CHECK(reserve_staging(ctx, &exec->staging));
+    rc = take_handles(exec);
+out:
+    return rc;
+}
+
+/* ------------------------------------------------------------ the ring */
+
+/* Publishes a descriptor to channel peer `to`; 0 when its ring slot is
+ * still in use (the receiver lags by NBR_RING_SLOTS messages). */
+static int post_descriptor(nbr_device_ctx_t *ctx, int to, const nbr_desc_t *content,
+                           uint64_t *seq)
+{
+    uint64_t s = ctx->sent[to] + 1;
+    nbr_desc_t *slot = &nbr_ring(ctx, ctx->channel_rank, to)[s % NBR_RING_SLOTS];
+    uint64_t previous = atomic_load_explicit(&slot->seq, memory_order_acquire);
+    if (previous != 0 && atomic_load_explicit(&slot->done, memory_order_acquire) != previous)
+        return 0;
+    slot->tag = content->tag;
+    slot->kind = content->kind;
+    slot->offset = content->offset;
+    slot->bytes = content->bytes;
+    slot->handle = content->handle;
+    atomic_store_explicit(&slot->seq, s, memory_order_release);
+    ctx->sent[to] = s;
+    *seq = s;
+    return 1;
+}
+
+/* The oldest descriptor from channel peer `from` with this tag that no
+ * receive took yet (MPI's matching order), or NULL. */
+static nbr_desc_t *match_descriptor(nbr_device_ctx_t *ctx, int from, int tag, uint64_t *seq)
+{
+    nbr_desc_t *ring = nbr_ring(ctx, from, ctx->channel_rank);
+    uint64_t first = ctx->next[from];
+    for (int k = 0; k < NBR_RING_SLOTS; k++) {
+        if (ctx->taken[from] & (1u << k))
+            continue;
+        uint64_t s = first + (uint64_t)k;
+        nbr_desc_t *slot = &ring[s % NBR_RING_SLOTS];
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) != s)
+            return NULL; /* not posted yet, nor anything after it */
+        if (slot->tag != tag)
+            continue;
+        ctx->taken[from] |= 1u << k;
+        while (ctx->taken[from] & 1u) {
+            ctx->taken[from] >>= 1;
+            ctx->next[from]++;
+        }
+        *seq = s;
+        return slot;
+    }
+    return NULL;
+}
+
+static void release_descriptor(nbr_desc_t *desc, uint64_t seq)
+{
+    atomic_store_explicit(&desc->done, seq, memory_order_release);
+}
+
+/* ------------------------------------------------------------ copies */
+
+static void queue_copy(nbr_dev_exec_t *exec, int index, void *dst, const void *src, size_t bytes,
+                       int state)
+{
+    exec->items[index].state = (uint8_t)state;
+    exec->items[index].ticket = UINT64_MAX; /* not launched: never counts as done */
+    exec->batch[exec->batch_count] = (nbr_copy_t){dst, src, bytes};
+    exec->batch_items[exec->batch_count++] = index;
+}
+
+/* Launches the copies gathered so far as one batch. */
+static void flush_copies(nbr_dev_exec_t *exec)
+{
+    if (exec->batch_count == 0)
+        return;
+    uint64_t ticket = 0;
+    int rc = exec->ctx->backend->copy(exec->ctx->stream, exec->batch, exec->batch_count, &ticket);
+    exec->copy_batches++;
+    for (int i = 0; i < exec->batch_count; i++) {
+        nbr_dev_item_t *item = &exec->items[exec->batch_items[i]];
+        item->ticket = rc == NBR_SUCCESS ? ticket : 0; /* 0: counts as done */
+    }
+    record(exec, rc);
+    exec->batch_count = 0;
+}
+
+/* ------------------------------------------------------------ MPI */
+
+static int start_mpi(nbr_dev_exec_t *exec, nbr_dev_item_t *item, char *addr)
+{
+    const nbr_op_t *op = op_of(exec, item);
+    int rc = nbr_message_post(item->kind == ITEM_SEND ? NBR_MSG_ISEND : NBR_MSG_IRECV, addr,
+                              item->bytes, op->peer, exec->tag_base + op->tag, exec->comm,
+                              &item->request, NULL);
+    item->state = rc == NBR_SUCCESS ? S_MPI : S_DONE;
+    return rc;
+}
+
+/* Where MPI reads or writes an item's bytes: staging or its own buffer. */
+static char *mpi_addr(nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
+{
+    if (!item->staged)
+        return item_addr(exec, item);
+    return (item->path == PATH_CHANNEL ? exec->channel_staging.base : exec->staging.base) +
+           item->staging_offset;
+}
+
+/* Receives a message nobody wants (its length differs from the plan's) so
+ * that its sender completes. The whole message is taken: a truncated
+ * receive is not safe on every transport (Open MPI's TCP path writes past
+ * the buffer). `message` is a probed one, or MPI_MESSAGE_NULL to receive
+ * the next one from peer with tag; `place` holds `bytes`, or is NULL
+ * (then scratch memory does). */
+static int discard(nbr_dev_exec_t *exec, MPI_Message *message, int peer, int tag, size_t bytes,
+                   char *place)
+{
+    char one;
+    int own = !place && (exec->scratch == NULL || bytes > exec->ctx->chunk_bytes);
+    char *sink = place ? place : own ? malloc(bytes) : exec->scratch;
+    if (!sink && bytes > 0) {
+        NBR_ERROR("no memory to take the unwanted %zu-byte message from rank %d: "
+                  "that rank's call will not complete", bytes, peer);
+        return NBR_ERR_NOMEM;
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = *message != MPI_MESSAGE_NULL
+                 ? nbr_message_imrecv(sink ? sink : &one, bytes, message, &request)
+                 : nbr_message_post(NBR_MSG_IRECV, sink ? sink : &one, bytes, peer, tag,
+                                    exec->comm, &request, NULL);
+    int mrc = rc == NBR_SUCCESS ? MPI_Wait(&request, MPI_STATUS_IGNORE) : MPI_SUCCESS;
+    rc = mrc == MPI_SUCCESS ? rc : nbr_mpi_failed("MPI_Wait", mrc);
+    if (own)
+        free(sink);
+    return rc;
+}
+
+/* ------------------------------------------------------------ phases */
+
+static void post_phase(nbr_dev_exec_t *exec)
+{
+    int first = exec->phase_first_item[exec->phase], last = exec->phase_first_item[exec->phase + 1];
+    exec->send_cursor = first;
+    for (int i = first; i < last; i++) {
+        nbr_dev_item_t *item = &exec->items[i];
+        const nbr_op_t *op = op_of(exec, item);
+        item->request = MPI_REQUEST_NULL;
+        item->ticket = 0;
+        item->desc = NULL;
+        if (item->kind == ITEM_COPY) {
+            queue_copy(exec, i, item_addr(exec, item), exec->buf[op->src_buf].base + op->src_offset,
+                       item->bytes, S_COPY);
+        } else if (item->kind == ITEM_RECV) {
+            item->state = item->path == PATH_NETWORK ? S_PROBE : S_MATCH;
+        } else {
+            item->state = S_SEND_QUEUED;
+            if (item->path == PATH_NETWORK && item->staged && item->bytes > 0)
+                queue_copy(exec, i, mpi_addr(exec, item), item_addr(exec, item),
+                           item->bytes, S_SEND_QUEUED);
+        }
+    }
+    flush_copies(exec);
+}
+
+static int copied(const nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
+{
+    return item->ticket <= exec->ctx->copies_done;
+}
+
+/* Posts the phase's sends in plan order (MPI matches same-tag messages in
+ * posting order), as far as each one's turn has come. */
+static int advance_sends(nbr_dev_exec_t *exec, int last)
+{
+    nbr_device_ctx_t *ctx = exec->ctx;
+    int moved = 0;
+    for (; exec->send_cursor < last; exec->send_cursor++) {
+        nbr_dev_item_t *item = &exec->items[exec->send_cursor];
+        if (item->kind != ITEM_SEND || item->state != S_SEND_QUEUED)
+            continue;
+        const nbr_op_t *op = op_of(exec, item);
+        if (item->path == PATH_NETWORK) {
+            if (item->staged && !copied(exec, item))
+                break;
+            exec->bytes_staged += item->staged ? item->bytes : 0;
+            record(exec, start_mpi(exec, item, mpi_addr(exec, item)));
+        } else {
+            nbr_desc_t content = {.tag = exec->tag_base + op->tag, .bytes = item->bytes};
+            /* empty messages need neither a mapping nor MPI */
+            int ipc = item_memory(exec, item) == NBR_MEM_DEVICE || item->bytes == 0;
+            content.kind = ipc ? NBR_DESC_IPC : NBR_DESC_MPI;
+            if (ipc && item->bytes > 0) {
+                content.handle = exec->handle[op->buf];
+                content.offset = exec->handle_offset[op->buf] + op->offset;
+            }
+            if (!post_descriptor(ctx, item->channel_peer, &content, &item->seq))
+                break;
+            if (ipc)
+                item->state = S_ACK;
+            else
+                record(exec, start_mpi(exec, item, item_addr(exec, item)));
+        }
+        moved = 1;
+    }
+    return moved;
+}
+
+/* A channel receive found its descriptor: pull over IPC, or receive by MPI. */
+static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
+{
+    nbr_dev_item_t *item = &exec->items[index];
+    const nbr_op_t *op = op_of(exec, item);
+    if (desc->bytes != item->bytes) {
+        nbr_message_mismatch(op->peer, (size_t)desc->bytes, item->bytes);
+        int by_mpi = desc->kind == NBR_DESC_MPI && desc->bytes > 0;
+        size_t bytes = (size_t)desc->bytes;
+        release_descriptor(desc, item->seq);
+        record(exec, NBR_ERR_TYPE_MISMATCH);
+        if (by_mpi) { /* its sender waits for MPI to take the message */
+            MPI_Message none = MPI_MESSAGE_NULL;
+            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, bytes, NULL));
+        }
+        item->state = S_DONE;
+        return;
+    }
+    if (desc->bytes == 0) {
+        release_descriptor(desc, item->seq);
+        item->state = S_DONE;
+        return;
+    }
+    if (desc->kind == NBR_DESC_MPI) {
+        release_descriptor(desc, item->seq); /* MPI itself completes the sender */
+        int rc = item->staged ? reserve_staging(exec->ctx, &exec->channel_staging) : NBR_SUCCESS;
+        if (rc != NBR_SUCCESS) {
+            MPI_Message none = MPI_MESSAGE_NULL; /* its sender still waits for MPI */
+            record(exec, rc);
+            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, item->bytes,
+                                 NULL));
+            item->state = S_DONE;
+            return;
+        }
+        record(exec, start_mpi(exec, item, mpi_addr(exec, item)));
+        return;
+    }
+    void *base = NULL;
+    int rc = nbr_device_map(exec->ctx, item->channel_peer, &desc->handle, &base);
+    if (rc != NBR_SUCCESS) {
+        release_descriptor(desc, item->seq); /* the sender must not wait forever */
+        record(exec, rc);
+        item->state = S_DONE;
+        return;
+    }
+    item->desc = desc;
+    exec->bytes_ipc_pulled += item->bytes;
+    queue_copy(exec, index, item_addr(exec, item), (char *)base + desc->offset, item->bytes,
+               S_COPY_THEN_ACK);
+}
+
+/* A receive still looking for its message (or, draining, for the rest of it). */
+static int searching(const nbr_dev_item_t *item)
+{
+    return item->state == S_MATCH || item->state == S_PROBE || item->state == S_DRAIN;
+}
+
+/* Marks an op's items from `index` on done: the op ended early. */
+static void end_op(nbr_dev_exec_t *exec, int index)
+{
+    for (int j = index; j < exec->num_items && exec->items[j].op == exec->items[index].op; j++)
+        exec->items[j].state = S_DONE;
+}
+
+/* A network receive takes its message once MPI_Improbe shows it, so its
+ * length is known before a byte lands (Open MPI may write a truncated
+ * message past the buffer). A message or chunk of another length than
+ * expected means the sender cut a different message: its chunks are taken
+ * away up to its short final one, so that it completes, and the op fails
+ * with the sender's length in the log. Returns whether it moved. */
+static int take_probed(nbr_dev_exec_t *exec, int index)
+{
+    nbr_dev_item_t *item = &exec->items[index];
+    const nbr_op_t *op = op_of(exec, item);
+    int tag = exec->tag_base + op->tag, moved = 0;
+    while (item->state == S_PROBE || item->state == S_DRAIN) {
+        int flag = 0;
+        MPI_Message message = MPI_MESSAGE_NULL;
+        MPI_Status status;
+        int mrc = MPI_Improbe(op->peer, tag, exec->comm, &flag, &message, &status);
+        if (mrc != MPI_SUCCESS) {
+            record(exec, nbr_mpi_failed("MPI_Improbe", mrc));
+            end_op(exec, index);
+            return 1;
+        }
+        if (!flag)
+            return moved;
+        moved = 1;
+        size_t got = 0;
+        int rc = nbr_message_probed(&status, &got);
+        if (rc == NBR_SUCCESS && item->state == S_PROBE && got == item->bytes) {
+            rc = nbr_message_imrecv(mpi_addr(exec, item), got, &message, &item->request);
+            item->state = S_MPI;
+            if (rc != NBR_SUCCESS) {
+                record(exec, rc);
+                end_op(exec, index);
+            }
+            return 1;
+        }
+        item->sender_bytes = (item->state == S_PROBE ? item->offset : item->sender_bytes) + got;
+        item->state = S_DRAIN;
+        if (rc == NBR_SUCCESS) /* where the bytes fit, they may as well land in place */
+            rc = discard(exec, &message, op->peer, tag, got,
+                         got <= item->bytes ? mpi_addr(exec, item) : NULL);
+        /* GPU-aware MPI: messages are whole; otherwise a short chunk is the last */
+        if (rc != NBR_SUCCESS || exec->ctx->gpu_aware || got < exec->ctx->chunk_bytes) {
+            int mismatch = nbr_message_mismatch(op->peer, item->sender_bytes, op->bytes);
+            record(exec, rc != NBR_SUCCESS ? rc : mismatch);
+            end_op(exec, index);
+        }
+    }
+    return moved;
+}
+
+/* One pass over the phase in flight; returns whether anything moved. */
+static int progress_phase(nbr_dev_exec_t *exec)
+{
+    nbr_device_ctx_t *ctx = exec->ctx;
+    int first = exec->phase_first_item[exec->phase], last = exec->phase_first_item[exec->phase + 1];
+    int moved = 0, pending = 0;
+    record(exec, nbr_device_poll(ctx));
+    /* Receives find their messages (descriptors from node peers, probed
+     * chunks from the network) in MPI's order: one waits while the receive
+     * before it with its peer and tag has found nothing, so it cannot take
+     * what that one missed by a moment. */
+    for (int i = first; i < last; i++) {
+        nbr_dev_item_t *item = &exec->items[i];
+        if (!searching(item) || (item->prev_same >= 0 && searching(&exec->items[item->prev_same])))
+            continue;
+        if (item->path == PATH_NETWORK) {
+            moved |= take_probed(exec, i);
+            continue;
+        }
+        nbr_desc_t *desc = match_descriptor(ctx, item->channel_peer,
+                                            exec->tag_base + op_of(exec, item)->tag, &item->seq);
+        if (desc) {
+            take_descriptor(exec, i, desc);
+            moved = 1;
+        }
+    }
+    moved |= advance_sends(exec, last);
+    for (int i = first; i < last; i++) {
+        nbr_dev_item_t *item = &exec->items[i];
+        int before = item->state;
+        if (item->state == S_MPI) {
+            int flag = 0;
+            MPI_Status status;
+            int mrc = MPI_Test(&item->request, &flag, &status);
+            if (flag || mrc != MPI_SUCCESS) {
+                /* receives are posted only for messages of the expected
+                 * length (probed, or announced by a descriptor): the length
+                 * check guards against an MPI that delivers otherwise */
+                record(exec, nbr_message_check(item->kind == ITEM_RECV, &status, mrc,
+                                               op_of(exec, item)->peer, item->bytes,
+                                               "MPI_Test"));
+                if (item->kind == ITEM_RECV && item->staged && mrc == MPI_SUCCESS &&
+                    item->bytes > 0) {
+                    exec->bytes_staged += item->bytes;
+                    queue_copy(exec, i, item_addr(exec, item), mpi_addr(exec, item), item->bytes,
+                               S_COPY);
+                } else {
+                    item->state = S_DONE;
+                }
+            }
+        } else if (item->state == S_COPY && copied(exec, item)) {
+            item->state = S_DONE;
+        } else if (item->state == S_COPY_THEN_ACK && copied(exec, item)) {
+            release_descriptor(item->desc, item->seq);
+            item->state = S_DONE;
+        } else if (item->state == S_ACK) {
+            nbr_desc_t *slot = &nbr_ring(ctx, ctx->channel_rank, item->channel_peer)
+                                   [item->seq % NBR_RING_SLOTS];
+            /* >=: once done, the slot may already carry a later message */
+            if (atomic_load_explicit(&slot->done, memory_order_acquire) >= item->seq)
+                item->state = S_DONE;
+        }
+        moved |= item->state != before;
+        pending |= item->state != S_DONE;
+    }
+    flush_copies(exec);
+    if (!pending) {
+        exec->phase++;
+        if (exec->phase < exec->plan->num_phases)
+            post_phase(exec);
+        moved = 1;
+    }
+    return moved;
+}
+
+/* ------------------------------------------------------------ running */
+
+static void unlink_active(nbr_dev_exec_t *exec)
+{
+    for (nbr_dev_exec_t **p = &exec->ctx->active; *p; p = &(*p)->next_active)
+        if (*p == exec) {
+            *p = exec->next_active;
+            break;
+        }
+    exec->next_active = NULL;
+}
+
+static int progress(nbr_dev_exec_t *exec)
+{
+    int moved = progress_phase(exec);
+    if (exec->phase >= exec->plan->num_phases) {
+        exec->active = 0;
+        unlink_active(exec);
+    }
+    return moved;
+}
+
+/* One pass over every executor running on the communicator. */
+static int progress_all(nbr_device_ctx_t *ctx)
+{
+    int moved = 0;
+    for (nbr_dev_exec_t *e = ctx->active, *next; e; e = next) {
+        next = e->next_active;
+        moved |= progress(e);
+    }
+    return moved;
+}
+
+int nbr_dev_exec_start(nbr_dev_exec_t *exec)
+{
+    if (exec->active)
+        return NBR_ERR_REQUEST;
+    exec->status = NBR_SUCCESS;
+    exec->phase = 0;
+    exec->batch_count = 0;
+    exec->bytes_ipc_pulled = exec->bytes_staged = exec->copy_batches = 0;
+    if (exec->plan->num_phases == 0)
+        return NBR_SUCCESS;
+    exec->active = 1;
+    exec->next_active = exec->ctx->active;
+    exec->ctx->active = exec;
+    post_phase(exec);
+    progress(exec);
+    return NBR_SUCCESS;
+}
+
+int nbr_dev_exec_test(nbr_dev_exec_t *exec, int *done)
+{
+    if (exec->active)
+        progress_all(exec->ctx);
+    *done = !exec->active;
+    return *done ? exec->status : NBR_SUCCESS;
+}
+
+int nbr_dev_exec_wait(nbr_dev_exec_t *exec)
+{
+    while (exec->active)
+        if (!progress_all(exec->ctx))
+            sched_yield(); /* ranks may share cores: let the peer run */
+    return exec->status;
+}
+
+void nbr_dev_exec_free(nbr_dev_exec_t *exec)
+{
+    if (exec->active)
+        unlink_active(exec);
+    nbr_staging_area_t *areas[] = {&exec->staging, &exec->channel_staging};
+    for (int a = 0; a < 2; a++)
+        if (areas[a]->base && exec->ctx)
+            exec->ctx->backend->host_free(areas[a]->base);
+    free(exec->items);
+    free(exec->phase_first_item);
+    free(exec->batch);
+    free(exec->batch_items);
+    free(exec->scratch);
+    memset(exec, 0, sizeof(*exec));
+}

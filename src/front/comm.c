@@ -1,0 +1,373 @@
+#include "front/comm.h"
+
+#include "base/log.h"
+#include "alg/node_lists.h"
+#include "front/request.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The attribute keyval: created once (pthread_once: threads may set up
+ * different communicators at the same time), freed at MPI_Finalize through
+ * an attribute on MPI_COMM_SELF (deleted first thing in MPI_Finalize). */
+static int state_keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+static int keyval_status = NBR_SUCCESS;
+static atomic_int next_comm_id = 0;
+
+static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    nbr_comm_release(value);
+    return MPI_SUCCESS;
+}
+
+static int delete_keyval(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    if (state_keyval != MPI_KEYVAL_INVALID)
+        MPI_Comm_free_keyval(&state_keyval);
+    MPI_Comm_free_keyval(&keyval);
+    return MPI_SUCCESS;
+}
+
+static void create_keyvals(void)
+{
+    int rc = NBR_SUCCESS, finalizer = MPI_KEYVAL_INVALID;
+    NBR_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state,
+                                         &state_keyval, NULL));
+    NBR_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_keyval,
+                                         &finalizer, NULL));
+    NBR_MPI_CHECK(MPI_Comm_set_attr(MPI_COMM_SELF, finalizer, NULL));
+out:
+    keyval_status = rc;
+}
+
+static int ensure_keyval(void)
+{
+    if (pthread_once(&keyval_once, create_keyvals) != 0)
+        return NBR_ERR_INTERNAL;
+    return keyval_status;
+}
+
+int nbr_check_comm(MPI_Comm comm)
+{
+    int inter = 0;
+    if (comm == MPI_COMM_NULL)
+        return NBR_ERR_COMM;
+    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return NBR_ERR_COMM;
+    return NBR_SUCCESS;
+}
+
+void nbr_shared_plan_release(nbr_shared_plan_t *plan)
+{
+    if (!plan || --plan->refs > 0)
+        return;
+    nbr_plan_free(&plan->plan);
+    nbr_layout_free(&plan->layout);
+    free(plan);
+}
+
+void nbr_comm_retain(nbr_comm_t *state)
+{
+    state->refs++;
+}
+
+void nbr_comm_release(nbr_comm_t *state)
+{
+    if (!state || --state->refs > 0)
+        return;
+    nbr_request_free_spare(state);
+    if (state->pattern && state->algorithm && state->algorithm->free_pattern)
+        state->algorithm->free_pattern(state->pattern);
+    for (int c = 0; c < NBR_NUM_COLLECTIVES; c++)
+        nbr_shared_plan_release(state->cache[c]);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && state->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&state->comm);
+    nbr_device_ctx_free(state->device);
+    nbr_locality_free(&state->locality);
+    nbr_node_lists_t lists = {.nranks = state->nranks, .lists = state->node_in_lists,
+                              .degrees = state->node_in_degrees};
+    nbr_node_lists_free(&lists);
+    free(state->graph_out_offsets);
+    free(state->graph_out_targets);
+    free(state->sources);
+    free(state->destinations);
+    free(state);
+}
+
+static int read_neighbors(nbr_comm_t *state, MPI_Comm comm)
+{
+    int rc = NBR_SUCCESS, weighted = 0;
+    NBR_MPI_CHECK(MPI_Dist_graph_neighbors_count(comm, &state->indegree,
+                                                 &state->outdegree, &weighted));
+    state->sources = malloc(((size_t)state->indegree + 1) * sizeof(int));
+    state->destinations = malloc(((size_t)state->outdegree + 1) * sizeof(int));
+    if (!state->sources || !state->destinations)
+        return NBR_ERR_NOMEM;
+    /* Weights are not needed; MPI_UNWEIGHTED is valid for either kind of
+     * graph. GCC mistakes Open MPI's sentinel address for a 0-byte array. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+    NBR_MPI_CHECK(MPI_Dist_graph_neighbors(comm, state->indegree, state->sources,
+                                           MPI_UNWEIGHTED, state->outdegree,
+                                           state->destinations, MPI_UNWEIGHTED));
+#pragma GCC diagnostic pop
+out:
+    return rc;
+}
+
+static int build_pattern(nbr_comm_t *state);
+
+
+static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
+{
+    int rc = NBR_SUCCESS, topology = MPI_UNDEFINED;
+    int flag = 0, *tag_ub = NULL;
+    nbr_comm_t *state = NULL;
+    nbr_config_t config;
+    NBR_MPI_CHECK(MPI_Topo_test(comm, &topology));
+    if (topology != MPI_DIST_GRAPH)
+        return NBR_ERR_TOPOLOGY; /* the same on every rank: no agreement needed */
+    /* Configuration may differ between ranks (per-rank info): agree first so
+     * that every rank returns the same error and nobody is left waiting. */
+    NBR_CHECK(nbr_agree(comm, nbr_config_load(info, &config)));
+    NBR_CHECK(ensure_keyval());
+    state = calloc(1, sizeof(*state));
+    if (!state)
+        return NBR_ERR_NOMEM;
+    state->refs = 1;
+    state->comm = MPI_COMM_NULL;
+    state->config = config;
+    state->algorithm = nbr_algorithm_find(config.algorithm);
+    state->id = atomic_fetch_add(&next_comm_id, 1);
+    NBR_MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
+    NBR_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN));
+    NBR_MPI_CHECK(MPI_Comm_rank(comm, &state->rank));
+    NBR_MPI_CHECK(MPI_Comm_size(comm, &state->nranks));
+    /* From here a step may fail on some ranks only: agree before any
+     * collective, so that no rank is left behind without state. */
+    NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
+    /* With device buffers a rank's GPU is the one its runtime has current. */
+    char current_pci[NBR_PCI_ID_MAX] = "";
+    if (config.memory != NBR_MEMORY_HOST)
+        nbr_device_current_pci(current_pci, sizeof current_pci);
+    nbr_locality_options_t where = {
+        .ranks_per_node = config.ranks_per_node, .ranks_per_socket = config.ranks_per_socket,
+        .topo_file = config.topo_file, .sysfs_root = config.sysfs_root,
+        .forced_gpu = config.forced_gpu, .current_pci = current_pci};
+    NBR_CHECK(nbr_locality_detect(state->comm, &where, &state->locality));
+    NBR_CHECK(nbr_device_ctx_create(state->comm, state->id, &config, &state->locality,
+                                    &state->device));
+    NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
+    state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
+    if (state->algorithm->needs_node_in_lists)
+        NBR_CHECK(nbr_comm_ensure_node_lists(state));
+    if (state->algorithm->needs_whole_graph)
+        NBR_CHECK(nbr_comm_ensure_whole_graph(state));
+    NBR_CHECK(nbr_agree(comm, build_pattern(state)));
+    NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
+    NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
+             "in/out degree %d/%d", state->id, state->nranks, state->locality.num_nodes,
+             state->locality.model.source, state->locality.model.num_gpus,
+             state->algorithm->name, state->indegree, state->outdegree);
+    *out_state = state;
+    return NBR_SUCCESS;
+out:
+    nbr_comm_release(state);
+    return rc;
+}
+
+int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state)
+{
+    int rc = NBR_SUCCESS, found = 0;
+    if (comm == MPI_COMM_NULL)
+        return NBR_ERR_COMM;
+    /* Fast path first: a communicator carrying our state passed every check
+     * at set-up, and its kind cannot change. */
+    NBR_CHECK(ensure_keyval()); /* synchronises with its creation: cheap after */
+    NBR_MPI_CHECK(MPI_Comm_get_attr(comm, state_keyval, state, &found));
+    if (found)
+        return NBR_SUCCESS;
+    NBR_CHECK(nbr_check_comm(comm));
+    rc = setup(comm, info, state);
+out:
+    return rc;
+}
+
+int nbr_comm_ensure_node_lists(nbr_comm_t *state)
+{
+    if (state->node_in_lists)
+        return NBR_SUCCESS;
+    nbr_node_lists_t lists = {.rank = state->rank, .nranks = state->nranks,
+                              .node_of = state->locality.node_of, .my_in = state->sources,
+                              .my_indegree = state->indegree};
+    int rc = nbr_engine_run_mpi(state->comm, NBR_TAG_ENGINE, &lists, nbr_node_lists_step, 4);
+    if (rc != NBR_SUCCESS) {
+        nbr_node_lists_free(&lists);
+        return rc;
+    }
+    state->node_in_lists = lists.lists;
+    state->node_in_degrees = lists.degrees;
+    return NBR_SUCCESS;
+}
+
+int nbr_comm_ensure_whole_graph(nbr_comm_t *state)
+{
+    int rc = NBR_SUCCESS, n = state->nranks;
+    if (state->graph_out_offsets)
+        return NBR_SUCCESS;
+    int *degrees = malloc(((size_t)n + 1) * sizeof(int));
+    int *offsets = malloc(((size_t)n + 1) * sizeof(int));
+    int *targets = NULL;
+    /* every rank allocates (or fails) alike from here: agree before the
+     * next collective */
+    rc = nbr_agree(state->comm, degrees && offsets ? NBR_SUCCESS : NBR_ERR_NOMEM);
+    if (rc != NBR_SUCCESS)
+        goto out;
+    NBR_MPI_CHECK(MPI_Allgather(&state->outdegree, 1, MPI_INT, degrees, 1, MPI_INT, state->comm));
+    long long total = 0;
+    for (int r = 0; r < n; r++) {
+        offsets[r] = (int)total;
+        total += degrees[r];
+    }
+    offsets[n] = (int)total;
+    if (total > INT_MAX) {
+        NBR_ERROR("halving: the graph has %lld edges; over 2^31 is not supported", total);
+        rc = NBR_ERR_UNSUPPORTED; /* the same on every rank */
+        goto out;
+    }
+    targets = malloc(((size_t)total + 1) * sizeof(int));
+    rc = nbr_agree(state->comm, targets ? NBR_SUCCESS : NBR_ERR_NOMEM);
+    if (rc != NBR_SUCCESS)
+        goto out;
+    NBR_MPI_CHECK(MPI_Allgatherv(state->destinations, state->outdegree, MPI_INT, targets,
+                                 degrees, offsets, MPI_INT, state->comm));
+    state->graph_out_offsets = offsets;
+    state->graph_out_targets = targets;
+    offsets = targets = NULL;
+out:
+    free(degrees);
+    free(offsets);
+    free(targets);
+    return rc;
+}
+
+int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent)
+{
+    unsigned long long *sequence = persistent ? &state->persistent_sequence : &state->sequence;
+    int window = (int)((*sequence)++ % (unsigned long long)state->tag_windows);
+    if (persistent)
+        window += state->tag_windows;
+    return NBR_TAG_FIRST_CALL + window * NBR_TAGS_PER_CALL;
+}
+
+/* NBR_DUMP_PLAN: one file per communicator and rank, plans appended. */
+static void dump_plan(const nbr_comm_t *state, const nbr_plan_t *plan)
+{
+    const char *dir = state->config.dump_dir;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        NBR_WARN("NBR_DUMP_PLAN: cannot create %s: %s", dir, strerror(errno));
+        return;
+    }
+    char path[NBR_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/nbrcoll-comm%d-rank%d.txt", dir, state->id, state->rank);
+    FILE *file = fopen(path, "a");
+    if (!file) {
+        NBR_WARN("NBR_DUMP_PLAN: cannot write %s: %s", path, strerror(errno));
+        return;
+    }
+    nbr_plan_print(plan, file);
+    fclose(file);
+}
+
+nbr_plan_input_t nbr_comm_plan_input(const nbr_comm_t *state)
+{
+    nbr_plan_input_t input = {
+        .rank = state->rank, .nranks = state->nranks,
+        .indegree = state->indegree, .outdegree = state->outdegree,
+        .sources = state->sources, .destinations = state->destinations,
+        .locality = &state->locality,
+        .node_in_lists = (const int *const *)state->node_in_lists,
+        .node_in_degrees = state->node_in_degrees,
+        .leader_min_bytes = (size_t)state->config.leader_min_bytes,
+        .graph_out_offsets = state->graph_out_offsets,
+        .graph_out_targets = state->graph_out_targets,
+        .combining_theta = state->config.combining_theta,
+        .describe = state->config.dump_dir[0] != '\0',
+    };
+    return input;
+}
+
+/* The communicator's algorithm builds its count-independent part once. */
+static int build_pattern(nbr_comm_t *state)
+{
+    if (!state->algorithm->build_pattern)
+        return NBR_SUCCESS;
+    nbr_plan_input_t input = nbr_comm_plan_input(state);
+    return state->algorithm->build_pattern(&input, &state->pattern);
+}
+
+int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                  const nbr_layout_t *layout, const size_t *block_sizes,
+                  nbr_shared_plan_t **out_plan)
+{
+    /* plans that depend on other ranks' sizes are this call's alone */
+    int cacheable = algorithm == state->algorithm && !block_sizes;
+    nbr_shared_plan_t *cached = state->cache[layout->coll];
+    if (cacheable && cached && nbr_layout_equal(&cached->layout, layout)) {
+        cached->refs++;
+        *out_plan = cached;
+        return NBR_SUCCESS;
+    }
+    nbr_shared_plan_t *shared = calloc(1, sizeof(*shared));
+    if (!shared)
+        return NBR_ERR_NOMEM;
+    shared->refs = 1;
+    int rc = nbr_layout_copy(&shared->layout, layout);
+    if (rc != NBR_SUCCESS) {
+        free(shared);
+        return rc;
+    }
+    nbr_plan_input_t input = nbr_comm_plan_input(state);
+    input.layout = &shared->layout;
+    input.pattern = algorithm == state->algorithm ? state->pattern : NULL;
+    input.block_sizes = block_sizes;
+    rc = nbr_build_plan(algorithm, &input, &shared->plan);
+    if (rc != NBR_SUCCESS) {
+        nbr_layout_free(&shared->layout);
+        free(shared);
+        return rc;
+    }
+    if (state->config.dump_dir[0])
+        dump_plan(state, &shared->plan);
+    if (cacheable) {
+        nbr_shared_plan_release(cached);
+        shared->refs++;
+        state->cache[layout->coll] = shared;
+    }
+    *out_plan = shared;
+    return NBR_SUCCESS;
+}
+
+void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan)
+{
+    nbr_counters_t *c = &state->counters;
+    const nbr_plan_stats_t *s = &plan->stats;
+    c->calls++;
+    c->msgs_intra_node += s->msgs_intra_node;
+    c->bytes_intra_node += s->bytes_intra_node;
+    c->msgs_inter_node += s->msgs_inter_node;
+    c->bytes_inter_node += s->bytes_inter_node;
+    c->msgs_off_socket += s->msgs_off_socket;
+    c->bytes_off_socket += s->bytes_off_socket;
+    c->local_copies += s->local_copies;
+    c->bytes_local_copies += s->bytes_local_copies;
+}

@@ -1,0 +1,104 @@
+/* nbrcoll's state for one user communicator, cached on it as an MPI
+ * attribute and freed with it (or when the last request using it is freed). */
+#ifndef NBR_COMM_H
+#define NBR_COMM_H
+
+#include "alg/registry.h"
+#include "front/config.h"
+#include "plan/plan.h"
+#include "topo/locality.h"
+#include "exec/channel.h"
+
+#include <mpi.h>
+#include <nbrcoll.h>
+
+/* A built plan with the layout it was built for; shared by the cache and the
+ * requests running it. */
+typedef struct nbr_shared_plan {
+    int refs;
+    nbr_layout_t layout;
+    nbr_plan_t plan;
+} nbr_shared_plan_t;
+
+typedef struct nbr_comm {
+    int refs;
+    MPI_Comm comm; /* private duplicate: nbrcoll's traffic never meets the user's */
+    int id;        /* creation order in this process, for dump file names */
+    int rank, nranks;
+    int indegree, outdegree;
+    int *sources, *destinations;
+    nbr_config_t config;
+    const nbr_algorithm_t *algorithm;
+    nbr_locality_t locality;
+    nbr_device_ctx_t *device; /* NULL: host buffers only (device layer off) */
+    struct nbr_exec *host_in_flight; /* MPI executors running now (executor.h) */
+    nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
+    unsigned long long sequence;            /* nonblocking / blocking calls so far */
+    unsigned long long persistent_sequence; /* persistent requests made so far */
+    int tag_windows;                        /* per kind: half of the tag space each */
+    nbr_counters_t counters;
+    /* In-lists of the ranks on this node (leader); NULL until needed. */
+    int **node_in_lists;
+    int *node_in_degrees;
+    /* Every rank's out-list (CSR) for whole-graph builders; NULL until needed. */
+    int *graph_out_offsets;
+    int *graph_out_targets;
+    /* The algorithm's count-independent pattern, built once at set-up. */
+    void *pattern;
+    /* A finished non-persistent request kept for the next call, so that a
+     * blocking call allocates nothing in the steady state. Holds no
+     * reference on this state. */
+    struct nbr_request *spare_request;
+} nbr_comm_t;
+
+/* Tags: the engine uses [0, 2); each collective call takes a window of
+ * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number. Blocking
+ * and nonblocking calls cycle through the lower half of the windows,
+ * persistent requests (which keep theirs for life) through the upper half,
+ * so a long-lived persistent request never shares a window with a later
+ * nonblocking call; up to tag_windows operations of each kind may be in
+ * flight at once. Every rank makes the same calls in the same order, so
+ * the sequence numbers agree without communication. */
+#define NBR_TAG_ENGINE 0
+#define NBR_TAG_FIRST_CALL 8
+#define NBR_TAGS_PER_CALL 64
+#if NBR_TAGS_PER_CALL < 2 * NBR_PLAN_TAGS
+#error "a call's tag window must hold two plans"
+#endif
+
+/* The state of comm, set up now (collectively) if absent, with info's
+ * configuration (MPI_INFO_NULL: environment and defaults). Not referenced:
+ * valid while the user's communicator lives. */
+int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state);
+
+void nbr_comm_retain(nbr_comm_t *state);
+void nbr_comm_release(nbr_comm_t *state);
+
+/* Tag base for the next collective call (advances its kind's sequence). */
+int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent);
+
+/* The plan for this layout with this algorithm: the cached one when the
+ * layout matches, else a new one (cached when algorithm is the
+ * communicator's and block_sizes is NULL: see nbr_plan_input_t). Returned
+ * referenced: release with nbr_shared_plan_release. */
+int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                  const nbr_layout_t *layout, const size_t *block_sizes,
+                  nbr_shared_plan_t **plan);
+
+/* What a builder sees of this communicator (layout and pattern aside). */
+nbr_plan_input_t nbr_comm_plan_input(const nbr_comm_t *state);
+void nbr_shared_plan_release(nbr_shared_plan_t *plan);
+
+/* Gathers node_in_lists if not done yet (collective over the comm). */
+int nbr_comm_ensure_node_lists(nbr_comm_t *state);
+
+/* Gathers every rank's out-list if not done yet (collective over the comm). */
+int nbr_comm_ensure_whole_graph(nbr_comm_t *state);
+
+/* Adds one completed run of plan to the counters. */
+void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan);
+
+/* Validates comm: not null, an intracommunicator. */
+int nbr_check_comm(MPI_Comm comm);
+
+#endif

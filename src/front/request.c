@@ -1,0 +1,627 @@
+#include "front/request.h"
+
+#include "base/log.h"
+#include "device/backend.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ datatypes */
+
+static int describe_type(MPI_Datatype type, nbr_typed_buffer_t *buf)
+{
+    MPI_Aint lb = 0, true_extent = 0;
+    if (type == MPI_DATATYPE_NULL)
+        return NBR_ERR_DATATYPE;
+    if (MPI_Type_size(type, &buf->type_size) != MPI_SUCCESS ||
+        MPI_Type_get_extent(type, &lb, &buf->extent) != MPI_SUCCESS ||
+        MPI_Type_get_true_extent(type, &buf->true_lb, &true_extent) != MPI_SUCCESS)
+        return NBR_ERR_DATATYPE;
+    buf->dense = buf->type_size == buf->extent && true_extent == buf->extent &&
+                 lb == buf->true_lb;
+    buf->type = type;
+    return NBR_SUCCESS;
+}
+
+/* Fills the layout slots of one buffer from (count, displacement) pairs and,
+ * for staged buffers, keeps those pairs for packing. */
+static int describe_slots(nbr_typed_buffer_t *buf, nbr_slot_t *slots, int n,
+                          const int *counts, int uniform_count,
+                          const int *displs, int uniform_stride)
+{
+    size_t packed = 0;
+    if (!buf->dense) {
+        buf->counts = malloc(((size_t)n + 1) * sizeof(int));
+        buf->displs = malloc(((size_t)n + 1) * sizeof(MPI_Aint));
+        if (!buf->counts || !buf->displs)
+            return NBR_ERR_NOMEM;
+    }
+    buf->num_slots = n;
+    for (int i = 0; i < n; i++) {
+        int count = counts ? counts[i] : uniform_count;
+        long long displ = displs ? displs[i] : (long long)i * uniform_stride;
+        if (count < 0 || displ < 0)
+            return NBR_ERR_COUNT;
+        slots[i].bytes = (size_t)count * (size_t)buf->type_size;
+        if (buf->dense) {
+            slots[i].offset = (size_t)displ * (size_t)buf->extent;
+        } else {
+            slots[i].offset = packed;
+            packed += slots[i].bytes;
+            buf->counts[i] = count;
+            buf->displs[i] = (MPI_Aint)displ;
+        }
+    }
+    buf->staging_bytes = packed;
+    return NBR_SUCCESS;
+}
+
+static size_t slots_bytes(const nbr_slot_t *slots, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += slots[i].bytes;
+    return total;
+}
+
+static void typed_buffer_free(nbr_typed_buffer_t *buf)
+{
+    if (buf->owns_type)
+        MPI_Type_free(&buf->type);
+    free(buf->counts);
+    free(buf->displs);
+    free(buf->staging);
+    memset(buf, 0, sizeof(*buf));
+}
+
+/* Staged buffers get their own copy of the datatype and a staging area. */
+static int stage(nbr_typed_buffer_t *buf)
+{
+    int rc = NBR_SUCCESS;
+    if (buf->dense)
+        return NBR_SUCCESS;
+    if (buf->staging_bytes > INT_MAX) {
+        NBR_ERROR("derived-datatype buffer of %zu bytes: over 2 GiB is not supported yet",
+                  buf->staging_bytes);
+        return NBR_ERR_UNSUPPORTED; /* MPI_Pack positions are ints */
+    }
+    MPI_Datatype user_type = buf->type;
+    buf->type = MPI_DATATYPE_NULL;
+    NBR_MPI_CHECK(MPI_Type_dup(user_type, &buf->type));
+    buf->owns_type = 1;
+    buf->staging = malloc(buf->staging_bytes + 1);
+    if (!buf->staging)
+        rc = NBR_ERR_NOMEM;
+out:
+    return rc;
+}
+
+static char *plan_base(const nbr_typed_buffer_t *buf)
+{
+    return buf->dense ? buf->user + buf->true_lb : buf->staging;
+}
+
+enum { PACK, UNPACK };
+
+/* Moves a staged buffer's slots between the user's memory (typed) and the
+ * staging area (bytes): PACK before a send, UNPACK after a receive. */
+static int transfer_staged(nbr_typed_buffer_t *buf, const nbr_slot_t *slots,
+                           MPI_Comm comm, int direction)
+{
+    int rc = NBR_SUCCESS;
+    if (buf->dense)
+        return NBR_SUCCESS;
+    for (int i = 0; i < buf->num_slots; i++) {
+        if (slots[i].bytes == 0)
+            continue;
+        int position = (int)slots[i].offset;
+        char *user = buf->user + buf->displs[i] * buf->extent;
+        if (direction == PACK)
+            NBR_MPI_CHECK(MPI_Pack(user, buf->counts[i], buf->type, buf->staging,
+                                   (int)buf->staging_bytes, &position, comm));
+        else
+            NBR_MPI_CHECK(MPI_Unpack(buf->staging, (int)buf->staging_bytes, &position,
+                                     user, buf->counts[i], buf->type, comm));
+        if ((size_t)position != slots[i].offset + slots[i].bytes)
+            return NBR_ERR_UNSUPPORTED; /* MPI's packed form is not the plain bytes */
+    }
+out:
+    return rc;
+}
+
+/* ------------------------------------------------------------ validation */
+
+static int check_counts(const int *counts, int n)
+{
+    if (n > 0 && !counts)
+        return NBR_ERR_ARG;
+    for (int i = 0; i < n; i++)
+        if (counts[i] < 0)
+            return NBR_ERR_COUNT;
+    return NBR_SUCCESS;
+}
+
+/* Local checks that need no plan; the same on every rank when the
+ * arguments are (as MPI requires them to be) consistent. */
+static int check_call(const nbr_call_t *call, const nbr_comm_t *state)
+{
+    int rc = NBR_SUCCESS;
+    if (call->coll == NBR_COLL_ALLTOALLV) {
+        NBR_CHECK(check_counts(call->sendcounts, state->outdegree));
+        if (state->outdegree > 0 && !call->sdispls)
+            return NBR_ERR_ARG;
+    } else if (call->sendcount < 0) {
+        return NBR_ERR_COUNT;
+    }
+    if (call->coll == NBR_COLL_ALLGATHER) {
+        if (call->recvcount < 0)
+            return NBR_ERR_COUNT;
+    } else {
+        NBR_CHECK(check_counts(call->recvcounts, state->indegree));
+        if (state->indegree > 0 && !call->rdispls)
+            return NBR_ERR_ARG;
+    }
+out:
+    return rc;
+}
+
+static int build_layout(const nbr_call_t *call, const nbr_comm_t *state,
+                        nbr_request_t req, nbr_layout_t *layout)
+{
+    int rc = NBR_SUCCESS;
+    int alltoallv = call->coll == NBR_COLL_ALLTOALLV;
+    NBR_CHECK(nbr_layout_reserve(layout, call->coll, alltoallv ? state->outdegree : 1,
+                                 state->indegree));
+    NBR_CHECK(describe_slots(&req->send, layout->send, layout->num_send_slots,
+                             alltoallv ? call->sendcounts : NULL, call->sendcount,
+                             alltoallv ? call->sdispls : NULL, 0));
+    if (call->coll == NBR_COLL_ALLGATHER) {
+        NBR_CHECK(describe_slots(&req->recv, layout->recv, layout->num_recv_slots, NULL,
+                                 call->recvcount, NULL, call->recvcount));
+    } else {
+        NBR_CHECK(describe_slots(&req->recv, layout->recv, layout->num_recv_slots,
+                                 call->recvcounts, 0, call->rdispls, 0));
+    }
+    /* allgather: sizes are uniform, so a mismatch is visible locally. */
+    if (call->coll == NBR_COLL_ALLGATHER &&
+        (size_t)call->sendcount * (size_t)req->send.type_size !=
+            (size_t)call->recvcount * (size_t)req->recv.type_size) {
+        NBR_ERROR("allgather: %d x %d send bytes but %d x %d receive bytes",
+                  call->sendcount, req->send.type_size, call->recvcount,
+                  req->recv.type_size);
+        return NBR_ERR_TYPE_MISMATCH;
+    }
+    size_t send_bytes = state->outdegree > 0 ? slots_bytes(layout->send, layout->num_send_slots) : 0;
+    if (!call->sendbuf && send_bytes > 0)
+        return NBR_ERR_BUFFER;
+    if (!call->recvbuf && slots_bytes(layout->recv, layout->num_recv_slots) > 0)
+        return NBR_ERR_BUFFER;
+out:
+    return rc;
+}
+
+/* -------------------------------------------------------------- requests */
+
+/* Everything a request holds for one call; memory for the next stays. */
+static void request_reset(nbr_request_t req)
+{
+    if (req->plan)
+        nbr_exec_unbind(&req->exec);
+    typed_buffer_free(&req->send);
+    typed_buffer_free(&req->recv);
+    req->send.type = req->recv.type = MPI_DATATYPE_NULL;
+    req->send.dense = req->recv.dense = 1;
+    if (req->scratch_on_device)
+        req->comm->device->backend->mem_free(req->scratch);
+    else
+        free(req->scratch);
+    req->scratch = NULL;
+    req->scratch_on_device = 0;
+    req->on_device = 0;
+    free(req->block_sizes);
+    req->block_sizes = NULL;
+    req->sizes_differ = 0;
+    nbr_shared_plan_release(req->plan);
+    req->plan = NULL;
+}
+
+static void request_destroy(nbr_request_t req)
+{
+    if (!req)
+        return;
+    nbr_comm_t *state = req->comm;
+    request_reset(req);
+    nbr_exec_free(&req->exec);
+    nbr_dev_exec_free(&req->dev_exec);
+    nbr_layout_free(&req->layout);
+    free(req);
+    if (state)
+        nbr_comm_release(state);
+}
+
+/* A finished request: kept as its communicator's spare when the slot is
+ * free and the communicator still lives (refs > 1: ours is not the last). */
+static void request_retire(nbr_request_t req)
+{
+    nbr_comm_t *state = req->comm;
+    if (req->persistent || state->spare_request || state->refs <= 1) {
+        request_destroy(req);
+        return;
+    }
+    request_reset(req);
+    req->comm = NULL;
+    state->spare_request = req;
+    nbr_comm_release(state);
+}
+
+void nbr_request_free_spare(nbr_comm_t *state)
+{
+    nbr_request_t spare = state->spare_request;
+    state->spare_request = NULL;
+    if (spare)
+        request_destroy(spare); /* holds no reference: comm is NULL */
+}
+
+/* The algorithm a request runs: the communicator's, or for a persistent
+ * request the one its info names. Persistent set-up is collective, so the
+ * choice is agreed on every rank (same status, same algorithm) before
+ * anything collective happens, and the node lists an algorithm needs are
+ * gathered by every rank or by none. */
+static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
+                            const nbr_algorithm_t **chosen)
+{
+    const nbr_algorithm_t *algorithm = state->algorithm;
+    int rc = NBR_SUCCESS;
+    if (persistent && info != MPI_INFO_NULL) {
+        char name[NBR_NAME_MAX];
+        snprintf(name, sizeof name, "%s", algorithm->name);
+        rc = nbr_config_request_algorithm(info, name);
+        if (rc == NBR_SUCCESS)
+            algorithm = nbr_algorithm_find(name);
+    }
+    if (persistent) {
+        /* one MIN over (status, id, -id): equal ids everywhere iff min id == -min(-id) */
+        int mine[3] = {rc, rc == NBR_SUCCESS ? (int)algorithm->id : 0,
+                       rc == NBR_SUCCESS ? -(int)algorithm->id : 0}, low[3];
+        int mrc = MPI_Allreduce(mine, low, 3, MPI_INT, MPI_MIN, state->comm);
+        if (mrc != MPI_SUCCESS)
+            return nbr_mpi_failed("MPI_Allreduce", mrc);
+        if (low[0] != NBR_SUCCESS)
+            return low[0];
+        if (low[1] != -low[2]) {
+            NBR_ERROR("persistent request: ranks name different algorithms in nbr_algorithm");
+            return NBR_ERR_ALGORITHM;
+        }
+    }
+    if (algorithm->needs_node_in_lists && (rc = nbr_comm_ensure_node_lists(state)) != NBR_SUCCESS)
+        return rc;
+    if (algorithm->needs_whole_graph && (rc = nbr_comm_ensure_whole_graph(state)) != NBR_SUCCESS)
+        return rc;
+    *chosen = algorithm;
+    return NBR_SUCCESS;
+}
+
+/* ------------------------------------------------------------ sizes */
+
+/* allgatherv through relays: before the data, every rank's block size (8
+ * bytes) travels the algorithm's own pattern, so that each relay learns
+ * the size of every block it forwards. Blocking, on the call's upper tags
+ * (the data plan uses the lower ones); every rank of the call runs it. */
+/* Runs an internal plan over host buffers to its end, on the executor the
+ * communicator's calls use (every rank picks the same), so that calls
+ * still in flight keep moving while this one waits. */
+static int run_now(nbr_comm_t *state, const nbr_plan_t *plan, char *const base[NBR_NUM_BUFFERS],
+                   int tag_base)
+{
+    int rc = NBR_SUCCESS;
+    if (state->device) {
+        nbr_dev_exec_t exec = {0};
+        nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS];
+        for (int b = 0; b < NBR_NUM_BUFFERS; b++)
+            buffers[b] = (nbr_dev_buffer_t){base[b], NBR_MEM_HOST};
+        rc = nbr_dev_exec_init(&exec, state->device, plan, buffers, state->comm, tag_base);
+        if (rc == NBR_SUCCESS)
+            rc = nbr_dev_exec_start(&exec);
+        if (rc == NBR_SUCCESS)
+            rc = nbr_dev_exec_wait(&exec);
+        nbr_dev_exec_free(&exec);
+        return rc;
+    }
+    nbr_exec_t exec = {0};
+    NBR_CHECK(nbr_exec_init(&exec, plan, base, state->comm, tag_base, 0));
+    exec.in_flight = &state->host_in_flight;
+    NBR_CHECK(nbr_exec_start(&exec));
+    rc = nbr_exec_wait(&exec);
+out:
+    nbr_exec_free(&exec);
+    return rc;
+}
+
+static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                                int tag_base, const nbr_layout_t *layout, size_t **out)
+{
+    int rc = NBR_SUCCESS, n = state->nranks, indeg = state->indegree;
+    nbr_layout_t sizes_layout = {0};
+    nbr_plan_t plan;
+    uint64_t mine = layout->send[0].bytes;
+    uint64_t *received = calloc((size_t)indeg + 1, sizeof(uint64_t));
+    size_t *offset_of = malloc(((size_t)n + 1) * sizeof(size_t));
+    size_t *sizes = malloc(((size_t)n + 1) * sizeof(size_t));
+    char *scratch = NULL;
+    nbr_plan_init(&plan, state->rank, n, NBR_COLL_ALLGATHER, algorithm->name);
+    if (!received || !offset_of || !sizes) {
+        rc = NBR_ERR_NOMEM;
+        goto out;
+    }
+    NBR_CHECK(nbr_layout_init(&sizes_layout, NBR_COLL_ALLGATHER, 1, indeg));
+    sizes_layout.send[0] = (nbr_slot_t){0, sizeof(uint64_t)};
+    for (int i = 0; i < indeg; i++)
+        sizes_layout.recv[i] = (nbr_slot_t){(size_t)i * sizeof(uint64_t), sizeof(uint64_t)};
+    nbr_plan_input_t input = nbr_comm_plan_input(state);
+    input.layout = &sizes_layout;
+    input.pattern = algorithm == state->algorithm ? state->pattern : NULL;
+    NBR_CHECK(algorithm->size_plan(&input, &plan, offset_of));
+    const nbr_locality_t *loc = &state->locality;
+    NBR_CHECK(nbr_plan_seal(&plan, loc->node_of, loc->socket_of));
+    if (plan.scratch_bytes > 0 && !(scratch = malloc(plan.scratch_bytes))) {
+        rc = NBR_ERR_NOMEM;
+        goto out;
+    }
+    char *base[NBR_NUM_BUFFERS] = {(char *)&mine, (char *)received, scratch};
+    NBR_CHECK(run_now(state, &plan, base, tag_base + NBR_PLAN_TAGS));
+    for (int r = 0; r < n; r++) {
+        uint64_t size = 0;
+        if (offset_of[r] != SIZE_MAX)
+            memcpy(&size, scratch + offset_of[r], sizeof size);
+        sizes[r] = (size_t)size;
+    }
+    sizes[state->rank] = (size_t)mine;
+    *out = sizes;
+    sizes = NULL;
+out:
+    nbr_plan_free(&plan);
+    nbr_layout_free(&sizes_layout);
+    free(received);
+    free(offset_of);
+    free(sizes);
+    free(scratch);
+    return rc;
+}
+
+/* A receive slot that differs from the size its sender announced is a
+ * signature mismatch: 1 here, reported at completion (the plan still runs,
+ * so that no peer waits), like a truncated message in the other plans. */
+static int block_sizes_differ(const nbr_comm_t *state, const nbr_layout_t *layout,
+                              const size_t *sizes)
+{
+    for (int i = 0; i < state->indegree; i++) {
+        int src = state->sources[i];
+        if (src != state->rank && layout->recv[i].bytes != sizes[src]) {
+            NBR_ERROR("allgatherv: rank %d sends %zu bytes, %zu expected: send and receive "
+                      "signatures differ", src, sizes[src], layout->recv[i].bytes);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- executors */
+
+static int bind_host(nbr_request_t req, nbr_comm_t *state, int tag_base, int persistent)
+{
+    size_t scratch = req->plan->plan.scratch_bytes;
+    if (scratch > 0 && !(req->scratch = malloc(scratch)))
+        return NBR_ERR_NOMEM;
+    char *base[NBR_NUM_BUFFERS] = {plan_base(&req->send), plan_base(&req->recv),
+                                   req->scratch};
+    int rc = nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm, tag_base,
+                           persistent);
+    req->exec.in_flight = &state->host_in_flight;
+    return rc;
+}
+
+/* What a user buffer is, by nbr_memory or by asking the runtime. */
+static int memory_kind(const nbr_device_ctx_t *ctx, const nbr_typed_buffer_t *buf,
+                       nbr_mem_kind_t *kind)
+{
+    int device = -1;
+    *kind = NBR_MEM_HOST;
+    if (!buf->user)
+        return NBR_SUCCESS;
+    int rc = NBR_SUCCESS;
+    if (ctx->memory == NBR_MEMORY_DEVICE)
+        *kind = NBR_MEM_DEVICE;
+    else
+        rc = ctx->backend->pointer_kind(buf->user, kind, &device);
+    if (rc == NBR_SUCCESS && *kind != NBR_MEM_HOST && !buf->dense) {
+        NBR_ERROR("derived datatypes with gaps are supported on host buffers only; this "
+                  "one is %s memory", nbr_mem_kind_name(*kind));
+        rc = NBR_ERR_UNSUPPORTED; /* MPI_Pack cannot read device memory */
+    }
+    return rc;
+}
+
+/* Device layer on: scratch lives on the device when a user buffer does. */
+static int bind_device(nbr_request_t req, nbr_comm_t *state, int tag_base)
+{
+    int rc = NBR_SUCCESS;
+    nbr_device_ctx_t *ctx = state->device;
+    nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS] = {{plan_base(&req->send), NBR_MEM_HOST},
+                                                 {plan_base(&req->recv), NBR_MEM_HOST},
+                                                 {NULL, NBR_MEM_HOST}};
+    NBR_CHECK(memory_kind(ctx, &req->send, &buffers[NBR_BUF_SEND].kind));
+    NBR_CHECK(memory_kind(ctx, &req->recv, &buffers[NBR_BUF_RECV].kind));
+    size_t scratch = req->plan->plan.scratch_bytes;
+    if (scratch > 0) {
+        if (buffers[NBR_BUF_SEND].kind == NBR_MEM_DEVICE ||
+            buffers[NBR_BUF_RECV].kind == NBR_MEM_DEVICE) {
+            NBR_CHECK(ctx->backend->mem_alloc((void **)&req->scratch, scratch));
+            req->scratch_on_device = 1;
+            buffers[NBR_BUF_SCRATCH].kind = NBR_MEM_DEVICE;
+        } else if (!(req->scratch = malloc(scratch))) {
+            return NBR_ERR_NOMEM;
+        }
+    }
+    buffers[NBR_BUF_SCRATCH].base = req->scratch;
+    req->on_device = 1;
+    rc = nbr_dev_exec_init(&req->dev_exec, ctx, &req->plan->plan, buffers, state->comm,
+                           tag_base);
+out:
+    return rc;
+}
+
+static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
+                   nbr_comm_t *state, int tag_base, int persistent, nbr_request_t req)
+{
+    int rc = NBR_SUCCESS;
+    nbr_layout_t *layout = &req->layout;
+    NBR_CHECK(check_call(call, state));
+    req->send.user = (char *)call->sendbuf;
+    req->recv.user = call->recvbuf;
+    NBR_CHECK(describe_type(call->sendtype, &req->send));
+    NBR_CHECK(describe_type(call->recvtype, &req->recv));
+    NBR_CHECK(build_layout(call, state, req, layout));
+    NBR_CHECK(stage(&req->send));
+    NBR_CHECK(stage(&req->recv));
+    if (algorithm->size_plan && call->coll == NBR_COLL_ALLGATHERV) {
+        NBR_CHECK(exchange_block_sizes(state, algorithm, tag_base, layout, &req->block_sizes));
+        req->sizes_differ = block_sizes_differ(state, layout, req->block_sizes);
+    }
+    NBR_CHECK(nbr_comm_plan(state, algorithm, layout, req->block_sizes, &req->plan));
+    if (state->device)
+        rc = bind_device(req, state, tag_base);
+    else
+        rc = bind_host(req, state, tag_base, persistent);
+    if (rc != NBR_SUCCESS) {
+        nbr_shared_plan_release(req->plan);
+        req->plan = NULL;
+    }
+out:
+    return rc;
+}
+
+int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
+                       nbr_request_t *request)
+{
+    nbr_comm_t *state = NULL;
+    if (!request)
+        return NBR_ERR_REQUEST;
+    *request = NBR_REQUEST_NULL;
+    int rc = nbr_comm_get(call->comm, MPI_INFO_NULL, &state);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    /* Every rank takes this call's tags before any check that may fail on
+     * some ranks only: sequence numbers must stay equal everywhere. */
+    int tag_base = nbr_comm_next_tag_base(state, persistent);
+    const nbr_algorithm_t *algorithm = NULL;
+    rc = choose_algorithm(info, persistent, state, &algorithm);
+    if (rc != NBR_SUCCESS)
+        return rc; /* agreed already for persistent requests */
+    nbr_request_t req = NULL;
+    if (!persistent && state->spare_request) {
+        req = state->spare_request;
+        state->spare_request = NULL;
+    } else if ((req = calloc(1, sizeof(*req)))) {
+        req->send.type = req->recv.type = MPI_DATATYPE_NULL;
+        req->send.dense = req->recv.dense = 1;
+    }
+    if (req) {
+        req->persistent = persistent;
+        req->comm = state;
+        nbr_comm_retain(state);
+        rc = prepare(call, algorithm, state, tag_base, persistent, req);
+    } else {
+        rc = NBR_ERR_NOMEM; /* still agreed below: peers must not wait */
+    }
+    if (persistent)
+        rc = nbr_agree(state->comm, rc); /* _init is collective: one status for all */
+    if (rc != NBR_SUCCESS) {
+        request_destroy(req);
+        return rc;
+    }
+    *request = req;
+    return NBR_SUCCESS;
+}
+
+int nbr_start(nbr_request_t *request)
+{
+    if (!request || !*request)
+        return NBR_ERR_REQUEST;
+    nbr_request_t req = *request;
+    if (req->running)
+        return NBR_ERR_REQUEST;
+    int rc = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    req->running = 1;
+    if (req->on_device)
+        return nbr_dev_exec_start(&req->dev_exec);
+    rc = nbr_exec_start(&req->exec);
+    if (rc != NBR_SUCCESS)
+        req->running = 0;
+    return rc;
+}
+
+/* A run has ended (status rc): unpack, count, and retire non-persistent requests. */
+static int complete(nbr_request_t *request, int rc)
+{
+    nbr_request_t req = *request;
+    req->running = 0;
+    int unpack_rc = transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
+    if (rc == NBR_SUCCESS)
+        rc = unpack_rc;
+    if (rc == NBR_SUCCESS && req->sizes_differ)
+        rc = NBR_ERR_TYPE_MISMATCH;
+    nbr_comm_count(req->comm, &req->plan->plan);
+    if (req->on_device) {
+        nbr_counters_t *c = &req->comm->counters;
+        c->bytes_ipc_pulled += req->dev_exec.bytes_ipc_pulled;
+        c->bytes_staged += req->dev_exec.bytes_staged;
+        c->copy_batches += req->dev_exec.copy_batches;
+    }
+    if (!req->persistent) {
+        request_retire(req);
+        *request = NBR_REQUEST_NULL;
+    }
+    return rc;
+}
+
+int nbr_wait(nbr_request_t *request)
+{
+    if (!request || !*request)
+        return NBR_ERR_REQUEST;
+    nbr_request_t req = *request;
+    if (!req->running)
+        return NBR_SUCCESS; /* an inactive persistent request, as in MPI */
+    return complete(request, req->on_device ? nbr_dev_exec_wait(&req->dev_exec)
+                                            : nbr_exec_wait(&req->exec));
+}
+
+int nbr_test(nbr_request_t *request, int *flag)
+{
+    if (!request || !*request || !flag)
+        return NBR_ERR_REQUEST;
+    nbr_request_t req = *request;
+    *flag = 0;
+    if (!req->running) {
+        *flag = 1;
+        return NBR_SUCCESS;
+    }
+    int rc = req->on_device ? nbr_dev_exec_test(&req->dev_exec, flag)
+                            : nbr_exec_test(&req->exec, flag);
+    if (!*flag)
+        return rc;
+    return complete(request, rc);
+}
+
+int nbr_request_free(nbr_request_t *request)
+{
+    if (!request || !*request)
+        return NBR_ERR_REQUEST;
+    if ((*request)->running)
+        return NBR_ERR_REQUEST;
+    request_retire(*request);
+    *request = NBR_REQUEST_NULL;
+    return NBR_SUCCESS;
+}

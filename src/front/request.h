@@ -1,0 +1,68 @@
+/* Operations in flight: one nbr_request per blocking, nonblocking or
+ * persistent call. */
+#ifndef NBR_REQUEST_H
+#define NBR_REQUEST_H
+
+#include "front/comm.h"
+#include "exec/mpi_executor.h"
+#include "exec/device_executor.h"
+
+/* A user buffer as the plan sees it. Dense datatypes (no gaps: size ==
+ * extent == true extent) are used in place; others are packed into (send)
+ * or unpacked from (receive) a contiguous staging buffer with MPI_Pack, so
+ * plans only ever move byte ranges. */
+typedef struct nbr_typed_buffer {
+    char *user;
+    MPI_Datatype type; /* a duplicate when staged: the user may free theirs */
+    int owns_type;
+    int dense;
+    int type_size;
+    MPI_Aint extent, true_lb;
+    int num_slots;
+    int *counts;       /* staged only: element count per slot */
+    MPI_Aint *displs;  /* staged only: element displacement per slot */
+    char *staging;
+    size_t staging_bytes;
+} nbr_typed_buffer_t;
+
+/* One call's arguments, whatever the collective. */
+typedef struct nbr_call {
+    nbr_collective_t coll;
+    const void *sendbuf;
+    int sendcount;          /* allgather(v) */
+    const int *sendcounts;  /* alltoallv */
+    const int *sdispls;     /* alltoallv */
+    MPI_Datatype sendtype;
+    void *recvbuf;
+    int recvcount;          /* allgather */
+    const int *recvcounts;  /* allgatherv, alltoallv */
+    const int *rdispls;     /* allgatherv, alltoallv */
+    MPI_Datatype recvtype;
+    MPI_Comm comm;
+} nbr_call_t;
+
+struct nbr_request {
+    nbr_comm_t *comm;
+    nbr_shared_plan_t *plan;
+    nbr_exec_t exec;         /* host buffers, device layer off */
+    nbr_dev_exec_t dev_exec; /* device layer on */
+    int on_device;
+    int running;             /* started, not completed yet */
+    int persistent;
+    nbr_layout_t layout; /* this call's; kept (with its memory) on reuse */
+    nbr_typed_buffer_t send, recv;
+    char *scratch;
+    int scratch_on_device;
+    size_t *block_sizes; /* allgatherv through relays: this call's size round */
+    int sizes_differ;    /* a sender announced another size than our slot */
+};
+
+/* Validates the call, builds or finds its plan and prepares a request
+ * (inactive). info: for persistent calls, may pick an algorithm. */
+int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
+                       nbr_request_t *request);
+
+/* Frees the spare request a communicator keeps for its next call. */
+void nbr_request_free_spare(nbr_comm_t *state);
+
+#endif
