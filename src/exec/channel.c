@@ -142,16 +142,16 @@ out:
     return rc;
 }
 
-int nbr_device_ctx_create(MPI_Comm comm, int comm_id, const nbr_config_t *config,
+int nbr_device_ctx_create(MPI_Comm comm, int comm_id, const nbr_exec_options_t *options,
                           const nbr_locality_t *locality, nbr_device_ctx_t **out)
 {
     const nbr_device_backend_t *backend = NULL;
     *out = NULL;
     int rc = nbr_device_current(&backend);
-    int active = rc == NBR_SUCCESS && backend && config->memory != NBR_MEMORY_HOST;
-    int aware = active ? query_gpu_aware(backend, config->gpu_aware_mpi) : 0;
+    int active = rc == NBR_SUCCESS && backend && options->memory != NBR_MEMORY_HOST;
+    int aware = active ? query_gpu_aware(backend, options->gpu_aware_mpi) : 0;
     /* Every rank must make the same choice: one MIN and one MAX. */
-    int mine[5] = {rc, active, aware, config->staging_chunk, -active};
+    int mine[5] = {rc, active, aware, options->staging_chunk, -active};
     int low[5], high[5];
     int mrc = MPI_Allreduce(mine, low, 5, MPI_INT, MPI_MIN, comm);
     if (mrc == MPI_SUCCESS)
@@ -172,8 +172,8 @@ int nbr_device_ctx_create(MPI_Comm comm, int comm_id, const nbr_config_t *config
         return nbr_agree(comm, NBR_ERR_NOMEM);
     ctx->backend = backend;
     ctx->gpu_aware = aware;
-    ctx->chunk_bytes = (size_t)config->staging_chunk;
-    ctx->memory = config->memory;
+    ctx->chunk_bytes = (size_t)options->staging_chunk;
+    ctx->memory = options->memory;
     rc = backend->stream_create(&ctx->stream);
     rc = nbr_agree(comm, rc);
     if (rc == NBR_SUCCESS)

@@ -16,8 +16,7 @@
 #define NBR_DEVICE_CONTEXT_H
 
 #include "device/backend.h"
-
-#include "front/config.h"
+#include "exec/executor.h"
 #include "topo/locality.h"
 
 #include <mpi.h>
@@ -49,8 +48,6 @@ typedef struct nbr_ipc_mapping {
     uint64_t last_use; /* map_clock at its last lookup */
 } nbr_ipc_mapping_t;
 
-struct nbr_dev_exec;
-
 typedef struct nbr_device_ctx {
     const nbr_device_backend_t *backend;
     int gpu_aware;      /* MPI moves device buffers itself */
@@ -69,13 +66,12 @@ typedef struct nbr_device_ctx {
     nbr_ipc_mapping_t *mappings;
     int num_mappings, mappings_capacity;
     uint64_t map_clock;
-    struct nbr_dev_exec *active; /* executors running now, progressed together */
 } nbr_device_ctx_t;
 
 /* Collective over comm. *ctx stays NULL when the device layer is off for
  * this communicator (no backend, or nbr_memory=host); every rank returns
  * the same status and makes the same choice. */
-int nbr_device_ctx_create(MPI_Comm comm, int comm_id, const nbr_config_t *config,
+int nbr_device_ctx_create(MPI_Comm comm, int comm_id, const nbr_exec_options_t *options,
                           const nbr_locality_t *locality, nbr_device_ctx_t **ctx);
 void nbr_device_ctx_free(nbr_device_ctx_t *ctx);
 

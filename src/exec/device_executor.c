@@ -1,13 +1,73 @@
-#include "exec/device_executor.h"
+/* Runs a plan on a communicator whose device layer is on (context.h).
+ * Same phase semantics as the MPI executor (src/host/executor.h); what
+ * differs is how each operation moves its bytes:
+ *   - local copies: batched on the communicator's stream (one multi-copy
+ *     launch per batch);
+ *   - messages inside the node channel: a descriptor in the pair's ring;
+ *     the receiver copies straight from the sender's device memory through
+ *     an IPC mapping (or, when the sender's buffer is host memory, the
+ *     descriptor says so and the bytes come by MPI);
+ *   - messages to other nodes: MPI, handed device pointers when MPI is
+ *     GPU-aware; otherwise in chunks through pinned host staging, each
+ *     chunk sent as soon as its device-to-host copy is done and copied up
+ *     as soon as it arrives, so copies and network overlap.
+ * Executors of one communicator progress together (exec/executor.h). */
+#include "exec/executor.h"
+
+#include "exec/channel.h"
 
 #include "base/grow.h"
 #include "base/log.h"
 #include "exec/message.h"
 
 #include <nbrcoll.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+
+
+typedef struct nbr_dev_item nbr_dev_item_t;
+
+typedef struct nbr_staging_area {
+    char *base;
+    size_t bytes, capacity;
+} nbr_staging_area_t;
+
+/* A buffer as this executor moves it. */
+typedef struct nbr_dev_buffer {
+    char *base; /* byte 0 as the plan sees it */
+    nbr_mem_kind_t kind;
+} nbr_dev_buffer_t;
+
+typedef struct nbr_dev_exec {
+    nbr_executor_t core;
+    nbr_device_ctx_t *ctx;
+    MPI_Comm comm;
+    nbr_dev_buffer_t buf[NBR_NUM_BUFFERS];
+    char *own_scratch; /* when the binder gave none; device memory if own_scratch_on_device */
+    int own_scratch_on_device;
+    nbr_ipc_handle_t handle[NBR_NUM_BUFFERS]; /* device buffers sent over IPC */
+    size_t handle_offset[NBR_NUM_BUFFERS];
+    nbr_dev_item_t *items;
+    int num_items, items_capacity;
+    int *phase_first_item; /* num_phases + 1 */
+    int phases_capacity;
+    /* pinned host memory: for network chunks (taken at bind), and for node
+     * peers' messages that come by MPI into device memory (taken when the
+     * first one comes: most node peers send over IPC) */
+    nbr_staging_area_t staging, channel_staging;
+    char *scratch;         /* one chunk: where unwanted chunks are received */
+    int network_receives;  /* the plan receives from other nodes */
+    nbr_copy_t *batch;     /* copies gathered by one pass, launched together */
+    int *batch_items;
+    int batch_count, batch_capacity;
+    int phase, send_cursor;
+    uint64_t bytes_ipc_pulled, bytes_staged, copy_batches; /* this run */
+} nbr_dev_exec_t;
+
+static nbr_dev_exec_t *of(nbr_executor_t *exec)
+{
+    return (nbr_dev_exec_t *)exec;
+}
 
 enum item_kind { ITEM_COPY, ITEM_SEND, ITEM_RECV };
 enum item_path { PATH_LOCAL, PATH_CHANNEL, PATH_NETWORK };
@@ -41,15 +101,17 @@ struct nbr_dev_item {
     MPI_Request request;
 };
 
+/* The first error, except that a signature mismatch says more than what
+ * followed from it. */
 static void record(nbr_dev_exec_t *exec, int rc)
 {
-    if (exec->status == NBR_SUCCESS || rc == NBR_ERR_TYPE_MISMATCH)
-        exec->status = rc == NBR_SUCCESS ? exec->status : rc;
+    if (exec->core.status == NBR_SUCCESS || rc == NBR_ERR_TYPE_MISMATCH)
+        exec->core.status = rc == NBR_SUCCESS ? exec->core.status : rc;
 }
 
 static const nbr_op_t *op_of(const nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
 {
-    return &exec->plan->ops[item->op];
+    return &exec->core.plan->ops[item->op];
 }
 
 /* The bytes an item reads or writes in its own buffer. */
@@ -80,7 +142,7 @@ static int add_item(nbr_dev_exec_t *exec, nbr_dev_item_t item)
  * length (equal in a correct program; see take_probed when not). */
 static int split_op(nbr_dev_exec_t *exec, int index)
 {
-    const nbr_op_t *op = &exec->plan->ops[index];
+    const nbr_op_t *op = &exec->core.plan->ops[index];
     nbr_device_ctx_t *ctx = exec->ctx;
     nbr_dev_item_t item = {.op = index, .kind = ITEM_COPY, .path = PATH_LOCAL,
                            .channel_peer = -1, .prev_same = -1, .bytes = op->bytes,
@@ -90,7 +152,7 @@ static int split_op(nbr_dev_exec_t *exec, int index)
     item.kind = op->kind == NBR_OP_SEND ? ITEM_SEND : ITEM_RECV;
     int device = exec->buf[op->buf].kind == NBR_MEM_DEVICE;
     int peer = ctx->channel_of[op->peer];
-    if (peer >= 0 && op->peer != exec->rank) {
+    if (peer >= 0 && op->peer != exec->core.plan->rank) {
         item.path = PATH_CHANNEL;
         item.channel_peer = peer;
         /* a receive into device memory stages only if the sender's bytes come by MPI */
@@ -140,7 +202,7 @@ static int link_receives(nbr_dev_exec_t *exec)
     receive_key_t *keys = malloc(((size_t)exec->num_items + 1) * sizeof(*keys));
     if (!keys)
         return NBR_ERR_NOMEM;
-    for (int p = 0; p < exec->plan->num_phases; p++) {
+    for (int p = 0; p < exec->core.plan->num_phases; p++) {
         int n = 0;
         for (int i = exec->phase_first_item[p]; i < exec->phase_first_item[p + 1]; i++)
             if (exec->items[i].kind == ITEM_RECV)
@@ -194,23 +256,68 @@ static int reserve_staging(nbr_device_ctx_t *ctx, nbr_staging_area_t *area)
     return rc;
 }
 
-int nbr_dev_exec_init(nbr_dev_exec_t *exec, nbr_device_ctx_t *ctx, const nbr_plan_t *plan,
-                      const nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS], MPI_Comm comm,
-                      int tag_base)
+/* What a buffer is: by nbr_memory, or by asking the runtime. A staged
+ * buffer (a datatype with gaps, packed by MPI_Pack) is host memory, and
+ * so must be the user's memory behind it: MPI_Pack cannot read a GPU's. */
+static int buffer_kind(const nbr_device_ctx_t *ctx, const nbr_exec_buffer_t *buf,
+                       nbr_mem_kind_t *kind)
+{
+    int device = -1, rc = NBR_SUCCESS;
+    *kind = NBR_MEM_HOST;
+    if (!buf->user)
+        return NBR_SUCCESS;
+    if (ctx->memory == NBR_MEMORY_DEVICE)
+        *kind = NBR_MEM_DEVICE;
+    else
+        rc = ctx->backend->pointer_kind(buf->user, kind, &device);
+    if (rc == NBR_SUCCESS && *kind != NBR_MEM_HOST && buf->staged) {
+        NBR_ERROR("derived datatypes with gaps are supported on host buffers only; this "
+                  "one is %s memory", nbr_mem_kind_name(*kind));
+        rc = NBR_ERR_UNSUPPORTED; /* MPI_Pack cannot read device memory */
+    }
+    if (buf->staged)
+        *kind = NBR_MEM_HOST;
+    return rc;
+}
+
+/* Scratch lives on the device when a user buffer does. */
+static int provide_scratch(nbr_dev_exec_t *exec)
+{
+    size_t bytes = exec->core.plan->scratch_bytes;
+    if (exec->buf[NBR_BUF_SCRATCH].base || bytes == 0)
+        return NBR_SUCCESS;
+    int rc = NBR_SUCCESS;
+    if (exec->buf[NBR_BUF_SEND].kind == NBR_MEM_DEVICE ||
+        exec->buf[NBR_BUF_RECV].kind == NBR_MEM_DEVICE) {
+        rc = exec->ctx->backend->mem_alloc((void **)&exec->own_scratch, bytes);
+        exec->own_scratch_on_device = rc == NBR_SUCCESS;
+        exec->buf[NBR_BUF_SCRATCH].kind = NBR_MEM_DEVICE;
+    } else if (!(exec->own_scratch = malloc(bytes))) {
+        rc = NBR_ERR_NOMEM;
+    }
+    exec->buf[NBR_BUF_SCRATCH].base = exec->own_scratch;
+    return rc;
+}
+
+/* Splits messages into items, sizes the staging area, takes IPC handles
+ * of the device buffers. */
+static int bind(nbr_executor_t *core, const nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS],
+                int persistent)
 {
     int rc = NBR_SUCCESS;
-    exec->ctx = ctx;
-    exec->plan = plan;
-    exec->comm = comm;
-    exec->rank = plan->rank;
-    exec->tag_base = tag_base;
-    memcpy(exec->buf, buffers, sizeof(exec->buf));
+    nbr_dev_exec_t *exec = of(core);
+    const nbr_plan_t *plan = core->plan;
+    nbr_device_ctx_t *ctx = exec->ctx;
+    for (int b = 0; b < NBR_NUM_BUFFERS; b++) {
+        exec->buf[b].base = buffers[b].base;
+        NBR_CHECK(buffer_kind(ctx, &buffers[b], &exec->buf[b].kind));
+    }
+    NBR_CHECK(provide_scratch(exec));
     exec->num_items = 0;
     exec->staging.bytes = exec->channel_staging.bytes = 0;
     exec->phase = plan->num_phases;
-    exec->active = 0;
-    exec->status = NBR_SUCCESS;
     exec->network_receives = 0;
+    exec->bytes_ipc_pulled = exec->bytes_staged = exec->copy_batches = 0;
     NBR_CHECK(nbr_grow((void **)&exec->phase_first_item, &exec->phases_capacity,
                        plan->num_phases + 1, 4, sizeof(int)));
     for (int p = 0; p < plan->num_phases; p++) {
@@ -324,7 +431,7 @@ static int start_mpi(nbr_dev_exec_t *exec, nbr_dev_item_t *item, char *addr)
 {
     const nbr_op_t *op = op_of(exec, item);
     int rc = nbr_message_post(item->kind == ITEM_SEND ? NBR_MSG_ISEND : NBR_MSG_IRECV, addr,
-                              item->bytes, op->peer, exec->tag_base + op->tag, exec->comm,
+                              item->bytes, op->peer, exec->core.tag_base + op->tag, exec->comm,
                               &item->request, NULL);
     item->state = rc == NBR_SUCCESS ? S_MPI : S_DONE;
     return rc;
@@ -417,7 +524,7 @@ static int advance_sends(nbr_dev_exec_t *exec, int last)
             exec->bytes_staged += item->staged ? item->bytes : 0;
             record(exec, start_mpi(exec, item, mpi_addr(exec, item)));
         } else {
-            nbr_desc_t content = {.tag = exec->tag_base + op->tag, .bytes = item->bytes};
+            nbr_desc_t content = {.tag = exec->core.tag_base + op->tag, .bytes = item->bytes};
             /* empty messages need neither a mapping nor MPI */
             int ipc = item_memory(exec, item) == NBR_MEM_DEVICE || item->bytes == 0;
             content.kind = ipc ? NBR_DESC_IPC : NBR_DESC_MPI;
@@ -450,7 +557,7 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
         record(exec, NBR_ERR_TYPE_MISMATCH);
         if (by_mpi) { /* its sender waits for MPI to take the message */
             MPI_Message none = MPI_MESSAGE_NULL;
-            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, bytes, NULL));
+            record(exec, discard(exec, &none, op->peer, exec->core.tag_base + op->tag, bytes, NULL));
         }
         item->state = S_DONE;
         return;
@@ -466,7 +573,7 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
         if (rc != NBR_SUCCESS) {
             MPI_Message none = MPI_MESSAGE_NULL; /* its sender still waits for MPI */
             record(exec, rc);
-            record(exec, discard(exec, &none, op->peer, exec->tag_base + op->tag, item->bytes,
+            record(exec, discard(exec, &none, op->peer, exec->core.tag_base + op->tag, item->bytes,
                                  NULL));
             item->state = S_DONE;
             return;
@@ -511,7 +618,7 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
 {
     nbr_dev_item_t *item = &exec->items[index];
     const nbr_op_t *op = op_of(exec, item);
-    int tag = exec->tag_base + op->tag, moved = 0;
+    int tag = exec->core.tag_base + op->tag, moved = 0;
     while (item->state == S_PROBE || item->state == S_DRAIN) {
         int flag = 0;
         MPI_Message message = MPI_MESSAGE_NULL;
@@ -571,7 +678,7 @@ static int progress_phase(nbr_dev_exec_t *exec)
             continue;
         }
         nbr_desc_t *desc = match_descriptor(ctx, item->channel_peer,
-                                            exec->tag_base + op_of(exec, item)->tag, &item->seq);
+                                            exec->core.tag_base + op_of(exec, item)->tag, &item->seq);
         if (desc) {
             take_descriptor(exec, i, desc);
             moved = 1;
@@ -619,7 +726,7 @@ static int progress_phase(nbr_dev_exec_t *exec)
     flush_copies(exec);
     if (!pending) {
         exec->phase++;
-        if (exec->phase < exec->plan->num_phases)
+        if (exec->phase < exec->core.plan->num_phases)
             post_phase(exec);
         moved = 1;
     }
@@ -628,83 +735,80 @@ static int progress_phase(nbr_dev_exec_t *exec)
 
 /* ------------------------------------------------------------ running */
 
-static void unlink_active(nbr_dev_exec_t *exec)
+static int begin(nbr_executor_t *core)
 {
-    for (nbr_dev_exec_t **p = &exec->ctx->active; *p; p = &(*p)->next_active)
-        if (*p == exec) {
-            *p = exec->next_active;
-            break;
-        }
-    exec->next_active = NULL;
-}
-
-static int progress(nbr_dev_exec_t *exec)
-{
-    int moved = progress_phase(exec);
-    if (exec->phase >= exec->plan->num_phases) {
-        exec->active = 0;
-        unlink_active(exec);
-    }
-    return moved;
-}
-
-/* One pass over every executor running on the communicator. */
-static int progress_all(nbr_device_ctx_t *ctx)
-{
-    int moved = 0;
-    for (nbr_dev_exec_t *e = ctx->active, *next; e; e = next) {
-        next = e->next_active;
-        moved |= progress(e);
-    }
-    return moved;
-}
-
-int nbr_dev_exec_start(nbr_dev_exec_t *exec)
-{
-    if (exec->active)
-        return NBR_ERR_REQUEST;
-    exec->status = NBR_SUCCESS;
+    nbr_dev_exec_t *exec = of(core);
     exec->phase = 0;
     exec->batch_count = 0;
     exec->bytes_ipc_pulled = exec->bytes_staged = exec->copy_batches = 0;
-    if (exec->plan->num_phases == 0)
-        return NBR_SUCCESS;
-    exec->active = 1;
-    exec->next_active = exec->ctx->active;
-    exec->ctx->active = exec;
     post_phase(exec);
-    progress(exec);
+    progress_phase(exec);
+    core->active = exec->phase < core->plan->num_phases;
     return NBR_SUCCESS;
 }
 
-int nbr_dev_exec_test(nbr_dev_exec_t *exec, int *done)
+/* Copies and receives complete without blocking: blocking is the same. */
+static int advance(nbr_executor_t *core, int blocking)
 {
-    if (exec->active)
-        progress_all(exec->ctx);
-    *done = !exec->active;
-    return *done ? exec->status : NBR_SUCCESS;
+    nbr_dev_exec_t *exec = of(core);
+    int moved = progress_phase(exec);
+    if (exec->phase >= core->plan->num_phases)
+        core->active = 0;
+    return moved;
 }
 
-int nbr_dev_exec_wait(nbr_dev_exec_t *exec)
+static void add_counters(const nbr_executor_t *core, nbr_counters_t *c)
 {
-    while (exec->active)
-        if (!progress_all(exec->ctx))
-            sched_yield(); /* ranks may share cores: let the peer run */
-    return exec->status;
+    const nbr_dev_exec_t *exec = (const nbr_dev_exec_t *)core;
+    c->bytes_ipc_pulled += exec->bytes_ipc_pulled;
+    c->bytes_staged += exec->bytes_staged;
+    c->copy_batches += exec->copy_batches;
 }
 
-void nbr_dev_exec_free(nbr_dev_exec_t *exec)
+static void unbind(nbr_executor_t *core)
 {
-    if (exec->active)
-        unlink_active(exec);
+    nbr_dev_exec_t *exec = of(core);
+    if (exec->own_scratch_on_device)
+        exec->ctx->backend->mem_free(exec->own_scratch);
+    else
+        free(exec->own_scratch);
+    exec->own_scratch = NULL;
+    exec->own_scratch_on_device = 0;
+}
+
+static int create(nbr_exec_domain_t *domain, nbr_executor_t **out)
+{
+    nbr_dev_exec_t *exec = calloc(1, sizeof(*exec));
+    if (!exec)
+        return NBR_ERR_NOMEM;
+    exec->ctx = domain->device;
+    exec->comm = domain->comm;
+    *out = &exec->core;
+    return NBR_SUCCESS;
+}
+
+static void destroy(nbr_executor_t *core)
+{
+    nbr_dev_exec_t *exec = of(core);
     nbr_staging_area_t *areas[] = {&exec->staging, &exec->channel_staging};
     for (int a = 0; a < 2; a++)
-        if (areas[a]->base && exec->ctx)
+        if (areas[a]->base)
             exec->ctx->backend->host_free(areas[a]->base);
     free(exec->items);
     free(exec->phase_first_item);
     free(exec->batch);
     free(exec->batch_items);
     free(exec->scratch);
-    memset(exec, 0, sizeof(*exec));
+    free(exec);
 }
+
+const nbr_executor_kind_t nbr_device_executor = {
+    .name = "device",
+    .create = create,
+    .bind = bind,
+    .begin = begin,
+    .advance = advance,
+    .unbind = unbind,
+    .destroy = destroy,
+    .add_counters = add_counters,
+};

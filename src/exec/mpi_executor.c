@@ -1,13 +1,29 @@
-#include "exec/mpi_executor.h"
+/* The MPI executor: runs a plan over MPI nonblocking point-to-point (host
+ * buffers, or device buffers when the device layer is off and MPI is
+ * GPU-aware). Per phase: receives posted, sends posted, local copies
+ * (memcpy), then the phase's messages complete. Persistent bindings create
+ * MPI persistent requests for every message once and start them per phase. */
+#include "exec/executor.h"
 
 #include "base/grow.h"
 #include "base/log.h"
 #include "exec/message.h"
 
-#include <nbrcoll.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+
+typedef struct nbr_mpi_exec {
+    nbr_executor_t core;
+    MPI_Comm comm;
+    char *base[NBR_NUM_BUFFERS]; /* byte 0 of each buffer */
+    char *own_scratch;           /* when the binder gave none */
+    int persistent;
+    MPI_Request *requests;       /* persistent: every message op; else one phase */
+    MPI_Datatype *request_types; /* persistent: a message's type over 2 GiB, else NULL type */
+    MPI_Status *statuses;        /* one phase */
+    int request_capacity, status_capacity, types_capacity; /* kept between binds */
+    int phase;                   /* phase in flight; num_phases when idle */
+} nbr_mpi_exec_t;
 
 static int is_message(const nbr_op_t *op)
 {
@@ -15,7 +31,7 @@ static int is_message(const nbr_op_t *op)
 }
 
 /* Frees persistent request r and the type it kept. */
-static void free_persistent(nbr_exec_t *exec, int r)
+static void free_persistent(nbr_mpi_exec_t *exec, int r)
 {
     if (exec->requests[r] != MPI_REQUEST_NULL)
         MPI_Request_free(&exec->requests[r]);
@@ -26,13 +42,13 @@ static void free_persistent(nbr_exec_t *exec, int r)
 /* Creates the MPI persistent requests of phase p that do not exist: all of
  * them at init, and again after a phase failed (finish_phase drops them:
  * Open MPI may release or spoil a persistent receive that was truncated). */
-static int create_persistent(nbr_exec_t *exec, int p)
+static int create_persistent(nbr_mpi_exec_t *exec, int p)
 {
     int rc = NBR_SUCCESS;
-    const nbr_phase_t *phase = &exec->plan->phases[p];
-    MPI_Request *next = exec->requests + exec->plan->phase_first_message[p];
+    const nbr_phase_t *phase = &exec->core.plan->phases[p];
+    MPI_Request *next = exec->requests + exec->core.plan->phase_first_message[p];
     for (int i = 0; i < phase->num_ops; i++) {
-        const nbr_op_t *op = &exec->plan->ops[phase->first_op + i];
+        const nbr_op_t *op = &exec->core.plan->ops[phase->first_op + i];
         if (!is_message(op))
             continue;
         MPI_Request *request = next++;
@@ -41,26 +57,45 @@ static int create_persistent(nbr_exec_t *exec, int p)
         NBR_CHECK(nbr_message_post(op->kind == NBR_OP_RECV ? NBR_MSG_RECV_INIT
                                                            : NBR_MSG_SEND_INIT,
                                    exec->base[op->buf] + op->offset, op->bytes, op->peer,
-                                   exec->tag_base + op->tag, exec->comm, request,
+                                   exec->core.tag_base + op->tag, exec->comm, request,
                                    &exec->request_types[request - exec->requests]));
     }
 out:
     return rc;
 }
 
-int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
-                  char *const base[NBR_NUM_BUFFERS], MPI_Comm comm,
-                  int tag_base, int persistent)
+static nbr_mpi_exec_t *of(nbr_executor_t *exec)
+{
+    return (nbr_mpi_exec_t *)exec;
+}
+
+static int create(nbr_exec_domain_t *domain, nbr_executor_t **out)
+{
+    nbr_mpi_exec_t *exec = calloc(1, sizeof(*exec));
+    if (!exec)
+        return NBR_ERR_NOMEM;
+    exec->comm = domain->comm;
+    *out = &exec->core;
+    return NBR_SUCCESS;
+}
+
+static void unbind(nbr_executor_t *core);
+
+static int bind(nbr_executor_t *core, const nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS],
+                int persistent)
 {
     int rc = NBR_SUCCESS;
-    exec->plan = plan;
-    memcpy(exec->base, base, sizeof(exec->base));
-    exec->comm = comm;
-    exec->tag_base = tag_base;
+    nbr_mpi_exec_t *exec = of(core);
+    const nbr_plan_t *plan = core->plan;
+    for (int b = 0; b < NBR_NUM_BUFFERS; b++)
+        exec->base[b] = buffers[b].base;
+    if (!exec->base[NBR_BUF_SCRATCH] && plan->scratch_bytes > 0) {
+        if (!(exec->own_scratch = malloc(plan->scratch_bytes)))
+            return NBR_ERR_NOMEM;
+        exec->base[NBR_BUF_SCRATCH] = exec->own_scratch;
+    }
     exec->persistent = persistent;
     exec->phase = plan->num_phases;
-    exec->active = 0;
-    exec->status = NBR_SUCCESS;
     int total = plan->phase_first_message[plan->num_phases];
     int slots = persistent ? total : plan->max_phase_messages;
     NBR_CHECK(nbr_grow((void **)&exec->requests, &exec->request_capacity, slots + 1, 1,
@@ -80,19 +115,17 @@ int nbr_exec_init(nbr_exec_t *exec, const nbr_plan_t *plan,
     for (int p = 0; p < plan->num_phases; p++)
         NBR_CHECK(create_persistent(exec, p));
 out:
-    if (rc != NBR_SUCCESS)
-        nbr_exec_unbind(exec);
     return rc;
 }
 
 /* Posts phase p: its messages, then its local copies. */
-static int post_phase(nbr_exec_t *exec, int p)
+static int post_phase(nbr_mpi_exec_t *exec, int p)
 {
     int rc = NBR_SUCCESS;
-    const nbr_plan_t *plan = exec->plan;
+    const nbr_plan_t *plan = exec->core.plan;
     const nbr_phase_t *phase = &plan->phases[p];
-    int first = exec->plan->phase_first_message[p];
-    int count = exec->plan->phase_first_message[p + 1] - first;
+    int first = exec->core.plan->phase_first_message[p];
+    int count = exec->core.plan->phase_first_message[p + 1] - first;
     if (exec->persistent) {
         NBR_CHECK(create_persistent(exec, p));
         if (count > 0)
@@ -104,7 +137,7 @@ static int post_phase(nbr_exec_t *exec, int p)
             if (is_message(op))
                 NBR_CHECK(nbr_message_post(op->kind == NBR_OP_RECV ? NBR_MSG_IRECV : NBR_MSG_ISEND,
                                            exec->base[op->buf] + op->offset, op->bytes, op->peer,
-                                           exec->tag_base + op->tag, exec->comm, next++, NULL));
+                                           exec->core.tag_base + op->tag, exec->comm, next++, NULL));
         }
     }
     for (int i = 0; i < phase->num_ops; i++) {
@@ -117,9 +150,9 @@ out:
     return rc;
 }
 
-static MPI_Request *phase_requests(nbr_exec_t *exec, int p)
+static MPI_Request *phase_requests(nbr_mpi_exec_t *exec, int p)
 {
-    return exec->persistent ? exec->requests + exec->plan->phase_first_message[p]
+    return exec->persistent ? exec->requests + exec->core.plan->phase_first_message[p]
                             : exec->requests;
 }
 
@@ -135,9 +168,9 @@ static void wait_pending(MPI_Request *requests, MPI_Status *statuses, int count)
 
 /* After a phase completed: a receive that got a different byte count than
  * the plan expects means the two ranks disagree on type signatures. */
-static int check_phase(nbr_exec_t *exec, int p, int mpi_rc)
+static int check_phase(nbr_mpi_exec_t *exec, int p, int mpi_rc)
 {
-    const nbr_plan_t *plan = exec->plan;
+    const nbr_plan_t *plan = exec->core.plan;
     const nbr_phase_t *phase = &plan->phases[p];
     int count = plan->phase_first_message[p + 1] - plan->phase_first_message[p];
     if (mpi_rc != MPI_SUCCESS && mpi_rc != MPI_ERR_IN_STATUS)
@@ -160,50 +193,23 @@ static int check_phase(nbr_exec_t *exec, int p, int mpi_rc)
     return rc;
 }
 
-static void record(nbr_exec_t *exec, int rc)
+static void record(nbr_mpi_exec_t *exec, int rc)
 {
-    if (exec->status == NBR_SUCCESS)
-        exec->status = rc;
+    nbr_executor_record(&exec->core, rc);
 }
 
-static void leave_in_flight(nbr_exec_t *exec)
+static int begin(nbr_executor_t *core)
 {
-    for (nbr_exec_t **p = exec->in_flight; p && *p; p = &(*p)->next_in_flight)
-        if (*p == exec) {
-            *p = exec->next_in_flight;
-            break;
-        }
-    exec->next_in_flight = NULL;
-}
-
-int nbr_exec_start(nbr_exec_t *exec)
-{
-    if (exec->active)
-        return NBR_ERR_REQUEST;
-    exec->status = NBR_SUCCESS;
+    nbr_mpi_exec_t *exec = of(core);
     exec->phase = 0;
-    exec->active = 1;
-    if (exec->in_flight) {
-        exec->next_in_flight = *exec->in_flight;
-        *exec->in_flight = exec;
-    }
-    if (exec->plan->num_phases == 0) {
-        exec->active = 0;
-        leave_in_flight(exec);
-        return NBR_SUCCESS;
-    }
-    int rc = post_phase(exec, 0);
-    record(exec, rc);
-    if (rc != NBR_SUCCESS)
-        nbr_exec_wait(exec); /* part was posted and peers wait for the rest */
-    return rc;
+    return post_phase(exec, 0);
 }
 
 /* Completes phase exec->phase (blocking or not) and posts the next one. */
-static int finish_phase(nbr_exec_t *exec, int blocking, int *finished)
+static int finish_phase(nbr_mpi_exec_t *exec, int blocking, int *finished)
 {
     int p = exec->phase;
-    int count = exec->plan->phase_first_message[p + 1] - exec->plan->phase_first_message[p];
+    int count = exec->core.plan->phase_first_message[p + 1] - exec->core.plan->phase_first_message[p];
     int mpi_rc;
     *finished = 1;
     if (blocking) {
@@ -219,89 +225,61 @@ static int finish_phase(nbr_exec_t *exec, int blocking, int *finished)
     if (phase_rc != NBR_SUCCESS && exec->persistent) {
         /* After an error MPI may have released a handle or left it unusable;
          * drop the phase's handles so the next start re-creates them. */
-        int first = exec->plan->phase_first_message[p];
+        int first = exec->core.plan->phase_first_message[p];
         for (int r = first; r < first + count; r++)
             free_persistent(exec, r);
     }
     record(exec, phase_rc);
     exec->phase++;
-    if (exec->phase < exec->plan->num_phases)
+    if (exec->phase < exec->core.plan->num_phases)
         record(exec, post_phase(exec, exec->phase));
     return NBR_SUCCESS;
 }
 
-/* One step of exec: its phase in flight completes (blocking) or is tested;
- * returns whether a phase ended. The last one takes exec off the list. */
-static int advance(nbr_exec_t *exec, int blocking)
+/* One step: the phase in flight completes (blocking) or is tested, and
+ * (not blocking) the next ones as long as they complete at once. */
+static int advance(nbr_executor_t *core, int blocking)
 {
+    nbr_mpi_exec_t *exec = of(core);
     int finished = 1, before = exec->phase;
-    while (finished && exec->phase < exec->plan->num_phases) {
+    while (finished && exec->phase < core->plan->num_phases) {
         finish_phase(exec, blocking, &finished);
         if (blocking)
             break;
     }
-    if (exec->phase >= exec->plan->num_phases) {
-        exec->active = 0;
-        leave_in_flight(exec);
-    }
+    if (exec->phase >= core->plan->num_phases)
+        core->active = 0;
     return exec->phase != before;
 }
 
-/* One pass over every executor in flight with exec. */
-static int advance_all(nbr_exec_t *exec)
+static void unbind(nbr_executor_t *core)
 {
-    if (!exec->in_flight)
-        return advance(exec, 0);
-    int moved = 0;
-    for (nbr_exec_t *e = *exec->in_flight, *next; e; e = next) {
-        next = e->next_in_flight;
-        moved |= advance(e, 0);
-    }
-    return moved;
-}
-
-int nbr_exec_test(nbr_exec_t *exec, int *done)
-{
-    if (exec->active)
-        advance_all(exec);
-    *done = !exec->active;
-    return *done ? exec->status : NBR_SUCCESS;
-}
-
-int nbr_exec_wait(nbr_exec_t *exec)
-{
-    while (exec->active) {
-        int alone = !exec->in_flight || (*exec->in_flight == exec && !exec->next_in_flight);
-        if (alone)
-            advance(exec, 1); /* nothing else to keep going: block in MPI */
-        else if (!advance_all(exec))
-            sched_yield(); /* ranks may share cores: let the peer run */
-    }
-    return exec->status;
-}
-
-void nbr_exec_unbind(nbr_exec_t *exec)
-{
-    if (exec->active)
-        leave_in_flight(exec);
-    if (exec->persistent && exec->requests && exec->plan) {
-        int total = exec->plan->phase_first_message[exec->plan->num_phases];
+    nbr_mpi_exec_t *exec = of(core);
+    if (exec->persistent && exec->requests && core->plan) {
+        int total = core->plan->phase_first_message[core->plan->num_phases];
         for (int r = 0; r < total; r++)
             free_persistent(exec, r);
     }
-    exec->plan = NULL;
+    free(exec->own_scratch);
+    exec->own_scratch = NULL;
     exec->persistent = 0;
-    exec->active = 0;
 }
 
-void nbr_exec_free(nbr_exec_t *exec)
+static void destroy(nbr_executor_t *core)
 {
-    nbr_exec_unbind(exec);
+    nbr_mpi_exec_t *exec = of(core);
     free(exec->requests);
     free(exec->statuses);
     free(exec->request_types);
-    exec->requests = NULL;
-    exec->statuses = NULL;
-    exec->request_types = NULL;
-    exec->request_capacity = exec->status_capacity = exec->types_capacity = 0;
+    free(exec);
 }
+
+const nbr_executor_kind_t nbr_mpi_executor = {
+    .name = "mpi",
+    .create = create,
+    .bind = bind,
+    .begin = begin,
+    .advance = advance,
+    .unbind = unbind,
+    .destroy = destroy,
+};

@@ -2,7 +2,7 @@
 
 #include "base/log.h"
 #include "alg/node_lists.h"
-#include "front/request.h"
+#include "device/backend.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -82,7 +82,8 @@ void nbr_comm_release(nbr_comm_t *state)
 {
     if (!state || --state->refs > 0)
         return;
-    nbr_request_free_spare(state);
+    if (state->spare_request)
+        state->free_spare(state->spare_request);
     if (state->pattern && state->algorithm && state->algorithm->free_pattern)
         state->algorithm->free_pattern(state->pattern);
     for (int c = 0; c < NBR_NUM_COLLECTIVES; c++)
@@ -91,7 +92,7 @@ void nbr_comm_release(nbr_comm_t *state)
     MPI_Finalized(&finalized);
     if (!finalized && state->comm != MPI_COMM_NULL)
         MPI_Comm_free(&state->comm);
-    nbr_device_ctx_free(state->device);
+    nbr_exec_domain_free(&state->exec);
     nbr_locality_free(&state->locality);
     nbr_node_lists_t lists = {.nranks = state->nranks, .lists = state->node_in_lists,
                               .degrees = state->node_in_degrees};
@@ -157,15 +158,15 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
     /* With device buffers a rank's GPU is the one its runtime has current. */
     char current_pci[NBR_PCI_ID_MAX] = "";
-    if (config.memory != NBR_MEMORY_HOST)
+    if (config.exec.memory != NBR_MEMORY_HOST)
         nbr_device_current_pci(current_pci, sizeof current_pci);
     nbr_locality_options_t where = {
         .ranks_per_node = config.ranks_per_node, .ranks_per_socket = config.ranks_per_socket,
         .topo_file = config.topo_file, .sysfs_root = config.sysfs_root,
         .forced_gpu = config.forced_gpu, .current_pci = current_pci};
     NBR_CHECK(nbr_locality_detect(state->comm, &where, &state->locality));
-    NBR_CHECK(nbr_device_ctx_create(state->comm, state->id, &config, &state->locality,
-                                    &state->device));
+    NBR_CHECK(nbr_exec_domain_init(&state->exec, state->comm, state->id, &config.exec,
+                                   &state->locality));
     NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
     if (state->algorithm->needs_node_in_lists)

@@ -7,7 +7,7 @@
 #include "front/config.h"
 #include "plan/plan.h"
 #include "topo/locality.h"
-#include "exec/channel.h"
+#include "exec/executor.h"
 
 #include <mpi.h>
 #include <nbrcoll.h>
@@ -30,8 +30,7 @@ typedef struct nbr_comm {
     nbr_config_t config;
     const nbr_algorithm_t *algorithm;
     nbr_locality_t locality;
-    nbr_device_ctx_t *device; /* NULL: host buffers only (device layer off) */
-    struct nbr_exec *host_in_flight; /* MPI executors running now (executor.h) */
+    nbr_exec_domain_t exec; /* how its requests run: MPI or device executor */
     nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
     unsigned long long sequence;            /* nonblocking / blocking calls so far */
     unsigned long long persistent_sequence; /* persistent requests made so far */
@@ -47,8 +46,10 @@ typedef struct nbr_comm {
     void *pattern;
     /* A finished non-persistent request kept for the next call, so that a
      * blocking call allocates nothing in the steady state. Holds no
-     * reference on this state. */
+     * reference on this state; freed with it by free_spare (requests are
+     * built above this file, which does not know them). */
     struct nbr_request *spare_request;
+    void (*free_spare)(struct nbr_request *spare);
 } nbr_comm_t;
 
 /* Tags: the engine uses [0, 2); each collective call takes a window of

@@ -108,20 +108,20 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
     char memory[16] = "auto";
     NBR_CHECK(load_string(info, "nbr_memory", "NBR_MEMORY", memory, sizeof memory));
     if (strcmp(memory, "auto") == 0) {
-        config->memory = NBR_MEMORY_AUTO;
+        config->exec.memory = NBR_MEMORY_AUTO;
     } else if (strcmp(memory, "host") == 0) {
-        config->memory = NBR_MEMORY_HOST;
+        config->exec.memory = NBR_MEMORY_HOST;
     } else if (strcmp(memory, "device") == 0) {
-        config->memory = NBR_MEMORY_DEVICE;
+        config->exec.memory = NBR_MEMORY_DEVICE;
     } else {
         NBR_ERROR("nbr_memory: '%s' is not host, device or auto", memory);
         rc = NBR_ERR_INFO;
         goto out;
     }
-    config->staging_chunk = 1 << 20; /* large enough for full link speed, small enough to overlap */
-    NBR_CHECK(load_int(info, "nbr_staging_chunk", "NBR_STAGING_CHUNK", &config->staging_chunk));
-    if (config->staging_chunk < 4096) {
-        NBR_ERROR("nbr_staging_chunk: %d bytes; at least 4096", config->staging_chunk);
+    config->exec.staging_chunk = 1 << 20; /* large enough for full link speed, small enough to overlap */
+    NBR_CHECK(load_int(info, "nbr_staging_chunk", "NBR_STAGING_CHUNK", &config->exec.staging_chunk));
+    if (config->exec.staging_chunk < 4096) {
+        NBR_ERROR("nbr_staging_chunk: %d bytes; at least 4096", config->exec.staging_chunk);
         rc = NBR_ERR_INFO;
         goto out;
     }
@@ -133,7 +133,7 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
         rc = NBR_ERR_INFO;
         goto out;
     }
-    config->gpu_aware_mpi = -1;
+    config->exec.gpu_aware_mpi = -1;
     const char *aware = getenv("NBR_GPU_AWARE_MPI");
     if (aware && *aware) {
         if (strcmp(aware, "0") && strcmp(aware, "1")) {
@@ -141,7 +141,7 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
             rc = NBR_ERR_INFO;
             goto out;
         }
-        config->gpu_aware_mpi = aware[0] - '0';
+        config->exec.gpu_aware_mpi = aware[0] - '0';
     }
     config->forced_gpu = -1;
     const char *gpu = getenv("NBR_GPU");

@@ -3,18 +3,12 @@
 #ifndef NBR_CONFIG_H
 #define NBR_CONFIG_H
 
+#include "exec/executor.h"
+
 #include <mpi.h>
 
 #define NBR_NAME_MAX 64
 #define NBR_PATH_MAX 1024
-
-/* nbr_memory: what the user's buffers are. auto asks the runtime per
- * buffer; host turns the device layer off for the communicator. */
-typedef enum nbr_memory_mode {
-    NBR_MEMORY_AUTO = 0,
-    NBR_MEMORY_HOST = 1,
-    NBR_MEMORY_DEVICE = 2
-} nbr_memory_mode_t;
 
 typedef struct nbr_config {
     char algorithm[NBR_NAME_MAX]; /* validated against the table */
@@ -25,9 +19,7 @@ typedef struct nbr_config {
     char sysfs_root[NBR_PATH_MAX]; /* KFD tree root (tests); empty: "/" */
     int forced_gpu;               /* NBR_GPU; -1: local rank modulo GPUs */
     int leader_min_bytes;         /* leader: smaller blocks go directly */
-    nbr_memory_mode_t memory;     /* nbr_memory / NBR_MEMORY */
-    int staging_chunk;            /* bytes per staged inter-node chunk */
-    int gpu_aware_mpi;            /* NBR_GPU_AWARE_MPI; -1: ask MPI */
+    nbr_exec_options_t exec;      /* nbr_memory, nbr_staging_chunk, NBR_GPU_AWARE_MPI */
     int combining_theta;          /* nbr_combining_theta: friends share >= this */
 } nbr_config_t;
 

@@ -1,7 +1,6 @@
 #include "front/request.h"
 
 #include "base/log.h"
-#include "device/backend.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -206,19 +205,12 @@ out:
 /* Everything a request holds for one call; memory for the next stays. */
 static void request_reset(nbr_request_t req)
 {
-    if (req->plan)
-        nbr_exec_unbind(&req->exec);
+    if (req->exec && req->exec->plan)
+        nbr_executor_unbind(req->exec);
     typed_buffer_free(&req->send);
     typed_buffer_free(&req->recv);
     req->send.type = req->recv.type = MPI_DATATYPE_NULL;
     req->send.dense = req->recv.dense = 1;
-    if (req->scratch_on_device)
-        req->comm->device->backend->mem_free(req->scratch);
-    else
-        free(req->scratch);
-    req->scratch = NULL;
-    req->scratch_on_device = 0;
-    req->on_device = 0;
     free(req->block_sizes);
     req->block_sizes = NULL;
     req->sizes_differ = 0;
@@ -232,8 +224,7 @@ static void request_destroy(nbr_request_t req)
         return;
     nbr_comm_t *state = req->comm;
     request_reset(req);
-    nbr_exec_free(&req->exec);
-    nbr_dev_exec_free(&req->dev_exec);
+    nbr_executor_destroy(req->exec);
     nbr_layout_free(&req->layout);
     free(req);
     if (state)
@@ -250,17 +241,10 @@ static void request_retire(nbr_request_t req)
         return;
     }
     request_reset(req);
-    req->comm = NULL;
+    req->comm = NULL; /* a spare holds no reference */
     state->spare_request = req;
+    state->free_spare = request_destroy;
     nbr_comm_release(state);
-}
-
-void nbr_request_free_spare(nbr_comm_t *state)
-{
-    nbr_request_t spare = state->spare_request;
-    state->spare_request = NULL;
-    if (spare)
-        request_destroy(spare); /* holds no reference: comm is NULL */
 }
 
 /* The algorithm a request runs: the communicator's, or for a persistent
@@ -304,40 +288,31 @@ static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
 
 /* ------------------------------------------------------------ sizes */
 
-/* allgatherv through relays: before the data, every rank's block size (8
- * bytes) travels the algorithm's own pattern, so that each relay learns
- * the size of every block it forwards. Blocking, on the call's upper tags
- * (the data plan uses the lower ones); every rank of the call runs it. */
-/* Runs an internal plan over host buffers to its end, on the executor the
- * communicator's calls use (every rank picks the same), so that calls
+/* Runs an internal plan over nbrcoll's own host buffers to its end, on the
+ * communicator's executor kind (every rank picks the same), so that calls
  * still in flight keep moving while this one waits. */
 static int run_now(nbr_comm_t *state, const nbr_plan_t *plan, char *const base[NBR_NUM_BUFFERS],
                    int tag_base)
 {
-    int rc = NBR_SUCCESS;
-    if (state->device) {
-        nbr_dev_exec_t exec = {0};
-        nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS];
-        for (int b = 0; b < NBR_NUM_BUFFERS; b++)
-            buffers[b] = (nbr_dev_buffer_t){base[b], NBR_MEM_HOST};
-        rc = nbr_dev_exec_init(&exec, state->device, plan, buffers, state->comm, tag_base);
-        if (rc == NBR_SUCCESS)
-            rc = nbr_dev_exec_start(&exec);
-        if (rc == NBR_SUCCESS)
-            rc = nbr_dev_exec_wait(&exec);
-        nbr_dev_exec_free(&exec);
-        return rc;
-    }
-    nbr_exec_t exec = {0};
-    NBR_CHECK(nbr_exec_init(&exec, plan, base, state->comm, tag_base, 0));
-    exec.in_flight = &state->host_in_flight;
-    NBR_CHECK(nbr_exec_start(&exec));
-    rc = nbr_exec_wait(&exec);
-out:
-    nbr_exec_free(&exec);
+    nbr_executor_t *exec = NULL;
+    nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS];
+    for (int b = 0; b < NBR_NUM_BUFFERS; b++)
+        buffers[b] = (nbr_exec_buffer_t){.base = base[b]};
+    int rc = nbr_executor_create(&state->exec, &exec);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_executor_bind(exec, plan, buffers, tag_base, 0);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_executor_start(exec);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_executor_wait(exec);
+    nbr_executor_destroy(exec);
     return rc;
 }
 
+/* allgatherv through relays: before the data, every rank's block size (8
+ * bytes) travels the algorithm's own pattern, so that each relay learns
+ * the size of every block it forwards. Blocking, on the call's upper tags
+ * (the data plan uses the lower ones); every rank of the call runs it. */
 static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                                 int tag_base, const nbr_layout_t *layout, size_t **out)
 {
@@ -408,67 +383,21 @@ static int block_sizes_differ(const nbr_comm_t *state, const nbr_layout_t *layou
 
 /* ---------------------------------------------------------- executors */
 
-static int bind_host(nbr_request_t req, nbr_comm_t *state, int tag_base, int persistent)
+static nbr_exec_buffer_t exec_buffer(const nbr_typed_buffer_t *buf)
 {
-    size_t scratch = req->plan->plan.scratch_bytes;
-    if (scratch > 0 && !(req->scratch = malloc(scratch)))
-        return NBR_ERR_NOMEM;
-    char *base[NBR_NUM_BUFFERS] = {plan_base(&req->send), plan_base(&req->recv),
-                                   req->scratch};
-    int rc = nbr_exec_init(&req->exec, &req->plan->plan, base, state->comm, tag_base,
-                           persistent);
-    req->exec.in_flight = &state->host_in_flight;
-    return rc;
+    return (nbr_exec_buffer_t){.base = plan_base(buf), .user = buf->user, .staged = !buf->dense};
 }
 
-/* What a user buffer is, by nbr_memory or by asking the runtime. */
-static int memory_kind(const nbr_device_ctx_t *ctx, const nbr_typed_buffer_t *buf,
-                       nbr_mem_kind_t *kind)
+static int bind(nbr_request_t req, nbr_comm_t *state, int tag_base, int persistent)
 {
-    int device = -1;
-    *kind = NBR_MEM_HOST;
-    if (!buf->user)
-        return NBR_SUCCESS;
-    int rc = NBR_SUCCESS;
-    if (ctx->memory == NBR_MEMORY_DEVICE)
-        *kind = NBR_MEM_DEVICE;
-    else
-        rc = ctx->backend->pointer_kind(buf->user, kind, &device);
-    if (rc == NBR_SUCCESS && *kind != NBR_MEM_HOST && !buf->dense) {
-        NBR_ERROR("derived datatypes with gaps are supported on host buffers only; this "
-                  "one is %s memory", nbr_mem_kind_name(*kind));
-        rc = NBR_ERR_UNSUPPORTED; /* MPI_Pack cannot read device memory */
+    if (!req->exec) {
+        int rc = nbr_executor_create(&state->exec, &req->exec);
+        if (rc != NBR_SUCCESS)
+            return rc;
     }
-    return rc;
-}
-
-/* Device layer on: scratch lives on the device when a user buffer does. */
-static int bind_device(nbr_request_t req, nbr_comm_t *state, int tag_base)
-{
-    int rc = NBR_SUCCESS;
-    nbr_device_ctx_t *ctx = state->device;
-    nbr_dev_buffer_t buffers[NBR_NUM_BUFFERS] = {{plan_base(&req->send), NBR_MEM_HOST},
-                                                 {plan_base(&req->recv), NBR_MEM_HOST},
-                                                 {NULL, NBR_MEM_HOST}};
-    NBR_CHECK(memory_kind(ctx, &req->send, &buffers[NBR_BUF_SEND].kind));
-    NBR_CHECK(memory_kind(ctx, &req->recv, &buffers[NBR_BUF_RECV].kind));
-    size_t scratch = req->plan->plan.scratch_bytes;
-    if (scratch > 0) {
-        if (buffers[NBR_BUF_SEND].kind == NBR_MEM_DEVICE ||
-            buffers[NBR_BUF_RECV].kind == NBR_MEM_DEVICE) {
-            NBR_CHECK(ctx->backend->mem_alloc((void **)&req->scratch, scratch));
-            req->scratch_on_device = 1;
-            buffers[NBR_BUF_SCRATCH].kind = NBR_MEM_DEVICE;
-        } else if (!(req->scratch = malloc(scratch))) {
-            return NBR_ERR_NOMEM;
-        }
-    }
-    buffers[NBR_BUF_SCRATCH].base = req->scratch;
-    req->on_device = 1;
-    rc = nbr_dev_exec_init(&req->dev_exec, ctx, &req->plan->plan, buffers, state->comm,
-                           tag_base);
-out:
-    return rc;
+    nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS] = {exec_buffer(&req->send),
+                                                  exec_buffer(&req->recv), {0}};
+    return nbr_executor_bind(req->exec, &req->plan->plan, buffers, tag_base, persistent);
 }
 
 static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
@@ -489,10 +418,7 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         req->sizes_differ = block_sizes_differ(state, layout, req->block_sizes);
     }
     NBR_CHECK(nbr_comm_plan(state, algorithm, layout, req->block_sizes, &req->plan));
-    if (state->device)
-        rc = bind_device(req, state, tag_base);
-    else
-        rc = bind_host(req, state, tag_base, persistent);
+    rc = bind(req, state, tag_base, persistent);
     if (rc != NBR_SUCCESS) {
         nbr_shared_plan_release(req->plan);
         req->plan = NULL;
@@ -555,9 +481,7 @@ int nbr_start(nbr_request_t *request)
     if (rc != NBR_SUCCESS)
         return rc;
     req->running = 1;
-    if (req->on_device)
-        return nbr_dev_exec_start(&req->dev_exec);
-    rc = nbr_exec_start(&req->exec);
+    rc = nbr_executor_start(req->exec);
     if (rc != NBR_SUCCESS)
         req->running = 0;
     return rc;
@@ -574,12 +498,7 @@ static int complete(nbr_request_t *request, int rc)
     if (rc == NBR_SUCCESS && req->sizes_differ)
         rc = NBR_ERR_TYPE_MISMATCH;
     nbr_comm_count(req->comm, &req->plan->plan);
-    if (req->on_device) {
-        nbr_counters_t *c = &req->comm->counters;
-        c->bytes_ipc_pulled += req->dev_exec.bytes_ipc_pulled;
-        c->bytes_staged += req->dev_exec.bytes_staged;
-        c->copy_batches += req->dev_exec.copy_batches;
-    }
+    nbr_executor_add_counters(req->exec, &req->comm->counters);
     if (!req->persistent) {
         request_retire(req);
         *request = NBR_REQUEST_NULL;
@@ -594,8 +513,7 @@ int nbr_wait(nbr_request_t *request)
     nbr_request_t req = *request;
     if (!req->running)
         return NBR_SUCCESS; /* an inactive persistent request, as in MPI */
-    return complete(request, req->on_device ? nbr_dev_exec_wait(&req->dev_exec)
-                                            : nbr_exec_wait(&req->exec));
+    return complete(request, nbr_executor_wait(req->exec));
 }
 
 int nbr_test(nbr_request_t *request, int *flag)
@@ -608,8 +526,7 @@ int nbr_test(nbr_request_t *request, int *flag)
         *flag = 1;
         return NBR_SUCCESS;
     }
-    int rc = req->on_device ? nbr_dev_exec_test(&req->dev_exec, flag)
-                            : nbr_exec_test(&req->exec, flag);
+    int rc = nbr_executor_test(req->exec, flag);
     if (!*flag)
         return rc;
     return complete(request, rc);

@@ -4,8 +4,7 @@
 #define NBR_REQUEST_H
 
 #include "front/comm.h"
-#include "exec/mpi_executor.h"
-#include "exec/device_executor.h"
+#include "exec/executor.h"
 
 /* A user buffer as the plan sees it. Dense datatypes (no gaps: size ==
  * extent == true extent) are used in place; others are packed into (send)
@@ -44,15 +43,11 @@ typedef struct nbr_call {
 struct nbr_request {
     nbr_comm_t *comm;
     nbr_shared_plan_t *plan;
-    nbr_exec_t exec;         /* host buffers, device layer off */
-    nbr_dev_exec_t dev_exec; /* device layer on */
-    int on_device;
+    nbr_executor_t *exec; /* of the communicator's kind; kept with the request */
     int running;             /* started, not completed yet */
     int persistent;
     nbr_layout_t layout; /* this call's; kept (with its memory) on reuse */
     nbr_typed_buffer_t send, recv;
-    char *scratch;
-    int scratch_on_device;
     size_t *block_sizes; /* allgatherv through relays: this call's size round */
     int sizes_differ;    /* a sender announced another size than our slot */
 };
@@ -61,8 +56,5 @@ struct nbr_request {
  * (inactive). info: for persistent calls, may pick an algorithm. */
 int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
                        nbr_request_t *request);
-
-/* Frees the spare request a communicator keeps for its next call. */
-void nbr_request_free_spare(nbr_comm_t *state);
 
 #endif

@@ -1,0 +1,131 @@
+/* The one interface every executor implements: runs plans (plan/plan.h)
+ * for one communicator. A communicator's executor kind is chosen once, when
+ * its domain is set up (the MPI executor, or the device executor when the
+ * device layer is on); everything above this header calls the functions
+ * below and never asks which kind it holds.
+ *
+ * Life of an executor: create (once per request; kept between calls),
+ * bind to a plan and buffers, then any number of start / test / wait runs
+ * (persistent requests) or one (the others), unbind, and bind again for the
+ * next call; destroy at the end. Phases run in order; a phase that fails
+ * does not stop the later ones (peers wait for them), the first error is
+ * the run's status.
+ *
+ * Every executor of a domain that is running is on its in-flight list, and
+ * progress advances all of them: waiting on one request moves the others,
+ * so a peer that waits for an older request is never stuck behind the
+ * order in which this rank waits (MPI allows any order). */
+#ifndef NBR_EXECUTOR_H
+#define NBR_EXECUTOR_H
+
+#include "plan/plan.h"
+#include "topo/locality.h"
+
+#include <mpi.h>
+#include <nbrcoll.h>
+
+typedef struct nbr_executor nbr_executor_t;
+typedef struct nbr_exec_domain nbr_exec_domain_t;
+struct nbr_device_ctx;
+
+/* nbr_memory: what the user's buffers are. auto asks the runtime per
+ * buffer; host turns the device layer off for the communicator. */
+typedef enum nbr_memory_mode {
+    NBR_MEMORY_AUTO = 0,
+    NBR_MEMORY_HOST = 1,
+    NBR_MEMORY_DEVICE = 2
+} nbr_memory_mode_t;
+
+/* How a communicator's executors move bytes (from its configuration). */
+typedef struct nbr_exec_options {
+    nbr_memory_mode_t memory;
+    int staging_chunk; /* bytes per staged inter-node chunk */
+    int gpu_aware_mpi; /* NBR_GPU_AWARE_MPI; -1: ask MPI */
+} nbr_exec_options_t;
+
+/* One buffer a plan reads or writes. */
+typedef struct nbr_exec_buffer {
+    char *base;       /* byte 0 as the plan sees it */
+    const void *user; /* the user's memory behind it (asked what it is);
+                       * NULL: nbrcoll's own host memory */
+    int staged;       /* base is a host copy MPI_Pack made of user's typed data */
+} nbr_exec_buffer_t;
+
+/* What each kind of executor provides. The kind's state embeds
+ * nbr_executor_t as its first member. */
+typedef struct nbr_executor_kind {
+    const char *name;
+    int (*create)(nbr_exec_domain_t *domain, nbr_executor_t **exec);
+    /* buffers[NBR_BUF_SCRATCH].base NULL: the executor provides scratch */
+    int (*bind)(nbr_executor_t *exec, const nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS],
+                int persistent);
+    /* posts the first phase of a run (the plan has at least one) */
+    int (*begin)(nbr_executor_t *exec);
+    /* one step; blocking: may wait inside MPI (the run is alone in flight).
+     * Returns whether anything moved; clears exec->active at the end. */
+    int (*advance)(nbr_executor_t *exec, int blocking);
+    void (*unbind)(nbr_executor_t *exec);
+    void (*destroy)(nbr_executor_t *exec);
+    /* adds what the last run moved beyond the plan's own counts (may be NULL) */
+    void (*add_counters)(const nbr_executor_t *exec, nbr_counters_t *counters);
+} nbr_executor_kind_t;
+
+/* The part every executor shares; the kind's code reads and sets it. */
+struct nbr_executor {
+    const nbr_executor_kind_t *kind;
+    nbr_exec_domain_t *domain;
+    const nbr_plan_t *plan; /* NULL when unbound */
+    int tag_base;
+    int active; /* started, not finished */
+    int status; /* first error of the current run */
+    nbr_executor_t *next_in_flight;
+};
+
+/* Where one communicator's executors run. */
+struct nbr_exec_domain {
+    const nbr_executor_kind_t *kind;
+    MPI_Comm comm;                 /* nbrcoll's private duplicate */
+    struct nbr_device_ctx *device; /* the device executor's; NULL otherwise */
+    nbr_executor_t *in_flight;     /* running now, progressed together */
+};
+
+/* Collective over comm: turns the device layer on when a backend is in
+ * use and options allow it (every rank makes the same choice and returns
+ * the same status), and picks the kind. */
+int nbr_exec_domain_init(nbr_exec_domain_t *domain, MPI_Comm comm, int comm_id,
+                         const nbr_exec_options_t *options, const nbr_locality_t *locality);
+void nbr_exec_domain_free(nbr_exec_domain_t *domain);
+
+int nbr_executor_create(nbr_exec_domain_t *domain, nbr_executor_t **exec);
+/* Binds to a plan: buffers are send, receive and scratch (base NULL:
+ * the executor allocates what the plan needs, on the device when a user
+ * buffer is device memory). persistent: set up once for many runs. */
+int nbr_executor_bind(nbr_executor_t *exec, const nbr_plan_t *plan,
+                      const nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS], int tag_base,
+                      int persistent);
+/* Posts the first phase. If posting fails part way, the run is waited out
+ * (peers wait for what was posted) and the error returned. */
+int nbr_executor_start(nbr_executor_t *exec);
+/* *done = 1 once the run ended; returns the run's status then. */
+int nbr_executor_test(nbr_executor_t *exec, int *done);
+int nbr_executor_wait(nbr_executor_t *exec);
+void nbr_executor_add_counters(const nbr_executor_t *exec, nbr_counters_t *counters);
+/* Releases what the binding holds; the executor may be bound again. */
+void nbr_executor_unbind(nbr_executor_t *exec);
+void nbr_executor_destroy(nbr_executor_t *exec);
+
+/* One pass over everything in flight on the domain; returns whether
+ * anything moved. */
+int nbr_exec_progress(nbr_exec_domain_t *domain);
+
+/* For kinds: records a run's first error. */
+static inline void nbr_executor_record(nbr_executor_t *exec, int rc)
+{
+    if (exec->status == NBR_SUCCESS)
+        exec->status = rc;
+}
+
+extern const nbr_executor_kind_t nbr_mpi_executor;
+extern const nbr_executor_kind_t nbr_device_executor;
+
+#endif
