@@ -9,11 +9,8 @@
  *
  * Exit status: 0 when every plan verified, 1 otherwise, 2 on bad usage. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
-#include "alg/registry.h"
-#include "base/graph_gen.h"
+#include "alg/job.h"
 #include "plan/verify.h"
-#include "alg/combining.h"
-#include "alg/halving.h"
 
 #include <nbrcoll.h>
 #include <stdio.h>
@@ -150,38 +147,25 @@ int main(int argc, char **argv)
     for (int r = 0; r < o.ranks; r++)
         if (make_layout(&o, &graph, r, seen, &layouts[r]) != NBR_SUCCESS)
             return 1;
-    /* halving and combining plans from the whole job's patterns, built in
-     * one go (as in the unit tests; an MPI rank builds only its own) */
-    nbr_halving_pattern_t *halving = NULL;
-    nbr_combining_pattern_t *combining = NULL;
-    double t_pattern = 0, tp = now_seconds();
-    if (algorithm->id == NBR_ALG_HALVING) {
-        halving = calloc((size_t)o.ranks, sizeof(*halving));
-        if (!halving || nbr_halving_build(o.ranks, graph.out_offsets, graph.out_targets,
-                                          virtual_nodes ? locality.socket_of : NULL, 0, NULL,
-                                          halving) != NBR_SUCCESS)
-            return 1;
-    } else if (algorithm->id == NBR_ALG_COMBINING) {
-        combining = calloc((size_t)o.ranks, sizeof(*combining));
-        if (!combining || nbr_combining_build(o.ranks, graph.out_offsets, graph.out_targets, 2,
-                                              NULL, combining) != NBR_SUCCESS)
-            return 1;
+    /* patterns built the way a job builds them, for all ranks in one go
+     * where the algorithm computes the whole job's (an MPI rank keeps only
+     * its own) */
+    nbr_job_t job;
+    if (nbr_job_init(&job, &graph, virtual_nodes ? &locality : NULL, algorithm, NULL) !=
+        NBR_SUCCESS)
+        return 1;
+    double tp = now_seconds();
+    int prc = nbr_job_build_patterns(&job);
+    if (prc != NBR_SUCCESS) {
+        fprintf(stderr, "patterns failed: %s\n", nbr_error_string(prc));
+        return 1;
     }
-    t_pattern = now_seconds() - tp;
+    double t_pattern = now_seconds() - tp;
     int status = 0;
     for (int rep = 0; rep < o.repeat && status == 0; rep++) {
         double t1 = now_seconds();
         for (int r = 0; r < o.ranks; r++) {
-            nbr_plan_input_t input = {
-                .rank = r, .nranks = o.ranks,
-                .indegree = nbr_graph_indegree(&graph, r),
-                .outdegree = nbr_graph_outdegree(&graph, r),
-                .sources = nbr_graph_in(&graph, r), .destinations = nbr_graph_out(&graph, r),
-                .locality = virtual_nodes ? &locality : NULL, .layout = &layouts[r],
-                .pattern = halving ? (const void *)&halving[r]
-                                   : combining ? (const void *)&combining[r] : NULL,
-                .combining_theta = 2,
-                .graph_out_offsets = graph.out_offsets, .graph_out_targets = graph.out_targets};
+            nbr_plan_input_t input = nbr_job_input(&job, r, &layouts[r]);
             nbr_plan_free(&plans[r]);
             int rc = nbr_build_plan(algorithm, &input, &plans[r]);
             if (rc != NBR_SUCCESS) {
@@ -211,14 +195,7 @@ int main(int argc, char **argv)
     free(plans);
     free(layouts);
     free(seen);
-    for (int r = 0; r < o.ranks; r++) {
-        if (halving)
-            nbr_halving_pattern_free(&halving[r]);
-        if (combining)
-            nbr_combining_pattern_free(&combining[r]);
-    }
-    free(halving);
-    free(combining);
+    nbr_job_free(&job);
     nbr_locality_free(&locality);
     nbr_graph_free(&graph);
     return status;

@@ -127,6 +127,7 @@ int main(int argc, char **argv)
             return 1;
         }
         print_rank_map(&model, o.ranks, config.forced_gpu);
+        nbr_config_free(&config);
     }
     if (o.dump) {
         FILE *out = strcmp(o.dump, "-") ? fopen(o.dump, "w") : stdout;

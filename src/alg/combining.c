@@ -2,8 +2,10 @@
  * allgather plan. */
 #include "alg/combining.h"
 
+#include "alg/builder.h"
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/settings.h"
 
 #include <nbrcoll.h>
 #include <stdlib.h>
@@ -11,20 +13,6 @@
 
 typedef uint64_t word_t;
 #define WORD_BITS 64
-
-typedef struct candidate {
-    int weight, p, q; /* p < q */
-} candidate_t;
-
-static int cmp_candidate(const void *x, const void *y)
-{
-    const candidate_t *a = x, *b = y;
-    if (a->weight != b->weight)
-        return b->weight - a->weight;
-    if (a->p != b->p)
-        return a->p - b->p;
-    return a->q - b->q;
-}
 
 static int shared(const word_t *a, const word_t *b, int words)
 {
@@ -71,7 +59,7 @@ static int pair_round(int n, int words, word_t *active, int theta, const char *w
                       nbr_combining_pattern_t *patterns, int *common, int *made)
 {
     int rc = NBR_SUCCESS, num = 0, capacity = 0;
-    candidate_t *cands = NULL;
+    nbr_weighted_pair_t *cands = NULL;
     char *paired = calloc((size_t)n + 1, 1);
     *made = 0;
     if (!paired)
@@ -81,12 +69,12 @@ static int pair_round(int n, int words, word_t *active, int theta, const char *w
             int w = shared(active + (size_t)p * words, active + (size_t)q * words, words);
             if (w < theta)
                 continue;
-            NBR_CHECK(nbr_grow((void **)&cands, &capacity, num + 1, 64, sizeof(candidate_t)));
-            cands[num++] = (candidate_t){w, p, q};
+            NBR_CHECK(nbr_grow((void **)&cands, &capacity, num + 1, 64, sizeof(nbr_weighted_pair_t)));
+            cands[num++] = (nbr_weighted_pair_t){w, p, q};
         }
-    qsort(cands, (size_t)num, sizeof(candidate_t), cmp_candidate);
+    nbr_sort_weighted_pairs(cands, num);
     for (int i = 0; i < num; i++) {
-        int p = cands[i].p, q = cands[i].q;
+        int p = cands[i].a, q = cands[i].b;
         if (paired[p] || paired[q])
             continue;
         paired[p] = paired[q] = 1;
@@ -185,30 +173,6 @@ void nbr_combining_pattern_free(nbr_combining_pattern_t *pattern)
     memset(pattern, 0, sizeof(*pattern));
 }
 
-/* ------------------------------------------------------------ hooks */
-
-static int build_all(const nbr_plan_input_t *in, const char *want, void *all)
-{
-    return nbr_combining_build(in->nranks, in->graph_out_offsets, in->graph_out_targets,
-                               in->combining_theta, want, all);
-}
-
-static void free_in_place(void *pattern)
-{
-    nbr_combining_pattern_free(pattern);
-}
-
-int nbr_build_combining_pattern(const nbr_plan_input_t *input, void **pattern)
-{
-    return nbr_pattern_of_rank(input, sizeof(nbr_combining_pattern_t), build_all, free_in_place, pattern);
-}
-
-void nbr_free_combining_pattern(void *pattern)
-{
-    nbr_combining_pattern_free(pattern);
-    free(pattern);
-}
-
 /* ------------------------------------------------------------ the plan */
 
 enum { TAG_EXCHANGE = 0, TAG_COMBINED = 1 };
@@ -278,24 +242,55 @@ out:
     return rc;
 }
 
-int nbr_build_combining(const nbr_plan_input_t *in, nbr_plan_t *plan)
+static int build(const nbr_plan_input_t *in, nbr_plan_t *plan)
 {
-    const nbr_layout_t *layout = in->layout;
-    if (layout->coll != NBR_COLL_ALLGATHER || layout->send[0].bytes == 0)
-        return nbr_build_naive(in, plan);
-    void *own = NULL;
     const nbr_combining_pattern_t *p = in->pattern;
-    int rc = NBR_SUCCESS;
-    if (!p) {
-        NBR_CHECK(nbr_build_combining_pattern(in, &own));
-        p = own;
-    }
-    rc = build_plan(in, p, plan);
+    const nbr_combining_params_t *params = in->params;
+    if (in->layout->send[0].bytes == 0)
+        return nbr_build_naive(in, plan);
+    if (!p || p->rank != in->rank || !params)
+        return NBR_ERR_INTERNAL; /* nbr_build_plan provides both */
+    int rc = build_plan(in, p, plan);
     if (rc == NBR_SUCCESS && in->describe)
         rc = nbr_plan_note(plan, "combining: %d friends, %d direct, theta %d", p->num_pairs,
-                           p->num_direct, in->combining_theta);
-out:
-    if (own)
-        nbr_free_combining_pattern(own);
+                           p->num_direct, params->theta);
     return rc;
 }
+
+/* ------------------------------------------------------------ the row */
+
+static int load_params(MPI_Info info, void *params)
+{
+    nbr_combining_params_t *p = params;
+    p->theta = 2; /* one shared neighbor saves no message */
+    return nbr_setting_int(info, "nbr_combining_theta", "NBR_COMBINING_THETA", 1, &p->theta);
+}
+
+static int build_all(const nbr_plan_input_t *in, const char *want, void *all)
+{
+    const nbr_combining_params_t *params = in->params;
+    if (!params)
+        return NBR_ERR_INTERNAL;
+    return nbr_combining_build(in->nranks, in->graph_out_offsets, in->graph_out_targets,
+                               params->theta, want, all);
+}
+
+static void free_in_place(void *pattern)
+{
+    nbr_combining_pattern_free(pattern);
+}
+
+const nbr_algorithm_t nbr_alg_combining = {
+    .name = "combining",
+    .description = "common-neighbor message combining allgather: friends (ranks sharing at least "
+                   "nbr_combining_theta out-neighbors) swap blocks and split their common "
+                   "neighbors, each sending both blocks in one message to its half",
+    .collectives = NBR_COLL_BIT(NBR_COLL_ALLGATHER),
+    .needs = NBR_NEEDS_WHOLE_GRAPH,
+    .params_size = sizeof(nbr_combining_params_t),
+    .load_params = load_params,
+    .build = build,
+    .pattern_size = sizeof(nbr_combining_pattern_t),
+    .whole_job_build = build_all,
+    .free_in_place = free_in_place,
+};

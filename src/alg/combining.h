@@ -53,9 +53,10 @@ int nbr_combining_build(int n, const int *out_offsets, const int *out_targets, i
                         const char *want, nbr_combining_pattern_t *patterns);
 void nbr_combining_pattern_free(nbr_combining_pattern_t *pattern);
 
-int nbr_build_combining_pattern(const nbr_plan_input_t *input, void **pattern);
-void nbr_free_combining_pattern(void *pattern);
-int nbr_build_combining(const nbr_plan_input_t *input, nbr_plan_t *plan);
+/* The algorithm's parameters (nbr_combining_theta / NBR_COMBINING_THETA). */
+typedef struct nbr_combining_params {
+    int theta; /* friends share at least this many out-neighbors; >= 1 */
+} nbr_combining_params_t;
 
 #ifdef __cplusplus
 }

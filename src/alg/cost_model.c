@@ -1,5 +1,7 @@
 #include "alg/cost_model.h"
 
+#include "alg/registry.h"
+
 #include <math.h>
 #include <nbrcoll.h>
 
@@ -36,4 +38,28 @@ int nbr_cost_naive(const nbr_cost_params_t *p, double *msgs, double *t_total)
     *msgs = p->delta * p->n;
     *t_total = p->S * p->L * 2 * p->delta * p->n * (p->alpha + p->m / p->beta);
     return NBR_SUCCESS;
+}
+
+int nbr_cost_params_of(const nbr_cost_query_t *query, nbr_cost_params_t *p)
+{
+    const nbr_plan_input_t *in = query->input;
+    const nbr_layout_t *layout = in->layout;
+    const nbr_locality_t *loc = in->locality;
+    int n = in->nranks, same_socket = n, same_node = n;
+    if (loc) {
+        same_socket = same_node = 0;
+        for (int r = 0; r < n; r++) {
+            same_socket += loc->socket_of[r] == loc->socket_of[in->rank];
+            same_node += loc->node_of[r] == loc->node_of[in->rank];
+        }
+    }
+    double bytes = 0;
+    for (int i = 0; i < layout->num_send_slots; i++)
+        bytes += (double)layout->send[i].bytes;
+    *p = (nbr_cost_params_t){
+        .n = n, .L = same_socket, .S = ceil((double)same_node / same_socket),
+        .delta = n > 1 ? fmin(1.0, (double)in->outdegree / (n - 1)) : 0,
+        .m = layout->num_send_slots > 0 ? bytes / layout->num_send_slots : 0,
+        .alpha = query->alpha, .beta = query->beta};
+    return check(p);
 }

@@ -46,6 +46,14 @@ int nbr_cost_halving(const nbr_cost_params_t *p, nbr_cost_estimate_t *out);
 /* Naive: messages per rank (delta n) and the collective's time (Eq. 4-5). */
 int nbr_cost_naive(const nbr_cost_params_t *p, double *msgs, double *t_total);
 
+/* The model's parameters for one rank's call (registry.h): n ranks; L the
+ * ranks of its socket and S its node's ranks over L (one socket of n
+ * without a locality); delta its out-degree over n - 1 (at most 1); m its
+ * mean send block; alpha and beta as asked. NBR_ERR_ARG when out of the
+ * model's range. */
+struct nbr_cost_query;
+int nbr_cost_params_of(const struct nbr_cost_query *query, nbr_cost_params_t *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 /* Distance halving: the pattern (halving.h) and the allgather plan. */
 #include "alg/halving.h"
 
+#include "alg/builder.h"
+#include "alg/cost_model.h"
 #include "base/grow.h"
 #include "base/log.h"
 
@@ -169,20 +171,6 @@ static int common(const word_t *a, const word_t *b, const int *nz, int num_nz)
     return c;
 }
 
-typedef struct pair {
-    int weight, a, b;
-} pair_t;
-
-static int cmp_pair(const void *x, const void *y)
-{
-    const pair_t *p = x, *q = y;
-    if (p->weight != q->weight)
-        return q->weight - p->weight;
-    if (p->a != q->a)
-        return p->a - q->a;
-    return p->b - q->b;
-}
-
 /* Weights of every b in [ylo, yhi) as agent for the rank whose demand
  * (targets over there, a bitset) is d: shared out-neighbors, plus one when
  * b is itself a target. Sparse demands only touch their nonzero words. */
@@ -206,7 +194,7 @@ static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
     int *nz = malloc(((size_t)words + 1) * sizeof(int));
     int *weights = malloc(((size_t)ny + 1) * sizeof(int));
     char *needs = calloc((size_t)nx + 1, 1);
-    pair_t *pairs = NULL;
+    nbr_weighted_pair_t *pairs = NULL;
     if (!outs || !d || !nz || !weights || !needs) {
         rc = NBR_ERR_NOMEM;
         goto out;
@@ -241,8 +229,8 @@ static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
                     if (weights[y] == 0)
                         continue;
                     NBR_CHECK(nbr_grow((void **)&pairs, &pairs_capacity, num_pairs + 1, 64,
-                                       sizeof(pair_t)));
-                    pairs[num_pairs++] = (pair_t){weights[y], a, ylo + y};
+                                       sizeof(nbr_weighted_pair_t)));
+                    pairs[num_pairs++] = (nbr_weighted_pair_t){weights[y], a, ylo + y};
                 }
                 continue;
             }
@@ -257,7 +245,7 @@ static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
             s->load[best]++;
         }
         if (pass == 0) {
-            qsort(pairs, (size_t)num_pairs, sizeof(pair_t), cmp_pair);
+            nbr_sort_weighted_pairs(pairs, num_pairs);
             for (int i = 0; i < num_pairs; i++)
                 if (s->agent[pairs[i].a] < 0 && s->load[pairs[i].b] == 0) {
                     s->agent[pairs[i].a] = pairs[i].b;
@@ -576,30 +564,6 @@ void nbr_halving_pattern_free(nbr_halving_pattern_t *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* ------------------------------------------------------------ hooks */
-
-static int build_all(const nbr_plan_input_t *in, const char *want, void *all)
-{
-    return nbr_halving_build(in->nranks, in->graph_out_offsets, in->graph_out_targets,
-                             in->locality ? in->locality->socket_of : NULL, 0, want, all);
-}
-
-static void free_in_place(void *pattern)
-{
-    nbr_halving_pattern_free(pattern);
-}
-
-int nbr_build_halving_pattern(const nbr_plan_input_t *input, void **pattern)
-{
-    return nbr_pattern_of_rank(input, sizeof(nbr_halving_pattern_t), build_all, free_in_place, pattern);
-}
-
-void nbr_free_halving_pattern(void *pattern)
-{
-    nbr_halving_pattern_free(pattern);
-    free(pattern);
-}
-
 /* ------------------------------------------------------------ the plan */
 
 typedef struct place {
@@ -774,14 +738,11 @@ static int halving_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, const size
                         place_t *where_out)
 {
     const nbr_layout_t *layout = in->layout;
-    void *own = NULL;
     const nbr_halving_pattern_t *p = in->pattern;
     plan_builder_t b = {.in = in, .plan = plan, .size = size};
     int rc = NBR_SUCCESS;
-    if (!p) {
-        NBR_CHECK(nbr_build_halving_pattern(in, &own));
-        p = own;
-    }
+    if (!p || p->rank != in->rank)
+        return NBR_ERR_INTERNAL; /* nbr_build_plan provides this rank's pattern */
     b.where = malloc(((size_t)in->nranks + 1) * sizeof(place_t));
     if (!b.where) {
         rc = NBR_ERR_NOMEM;
@@ -797,17 +758,15 @@ static int halving_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, const size
         rc = nbr_plan_note(plan, "halving: %d steps, L = %d", p->num_steps, p->ranks_per_socket);
 out:
     free(b.where);
-    if (own)
-        nbr_free_halving_pattern(own);
     return rc;
 }
 
-int nbr_build_halving(const nbr_plan_input_t *in, nbr_plan_t *plan)
+static int build(const nbr_plan_input_t *in, nbr_plan_t *plan)
 {
     const nbr_layout_t *layout = in->layout;
     int uniform = layout->coll == NBR_COLL_ALLGATHER;
-    /* alltoallv, and allgatherv without the call's size round: naive */
-    if ((!uniform && (layout->coll != NBR_COLL_ALLGATHERV || !in->block_sizes)) ||
+    /* allgatherv without the call's size round: naive */
+    if ((!uniform && !in->block_sizes) ||
         (uniform && layout->send[0].bytes == 0))
         return nbr_build_naive(in, plan);
     size_t *size = malloc(((size_t)in->nranks + 1) * sizeof(size_t));
@@ -821,7 +780,7 @@ int nbr_build_halving(const nbr_plan_input_t *in, nbr_plan_t *plan)
     return rc;
 }
 
-int nbr_halving_size_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, size_t *offset_of)
+static int size_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, size_t *offset_of)
 {
     if (in->layout->coll != NBR_COLL_ALLGATHER || in->layout->send[0].bytes != sizeof(uint64_t))
         return NBR_ERR_INTERNAL;
@@ -838,3 +797,42 @@ int nbr_halving_size_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, size_t *
     free(where);
     return rc;
 }
+
+/* ------------------------------------------------------------ the row */
+
+static int build_all(const nbr_plan_input_t *in, const char *want, void *all)
+{
+    return nbr_halving_build(in->nranks, in->graph_out_offsets, in->graph_out_targets,
+                             in->locality ? in->locality->socket_of : NULL, 0, want, all);
+}
+
+static void free_in_place(void *pattern)
+{
+    nbr_halving_pattern_free(pattern);
+}
+
+/* The Hockney model of distance-halving-allgather.txt (Eq. 1-8). */
+static double cost(const nbr_cost_query_t *query)
+{
+    nbr_cost_params_t p;
+    nbr_cost_estimate_t estimate;
+    if (nbr_cost_params_of(query, &p) != NBR_SUCCESS ||
+        nbr_cost_halving(&p, &estimate) != NBR_SUCCESS)
+        return NBR_COST_UNKNOWN;
+    return estimate.t_total;
+}
+
+const nbr_algorithm_t nbr_alg_halving = {
+    .name = "halving",
+    .description = "distance halving allgather: ranks halve the job recursively, each handing "
+                   "the other half's traffic to one agent there, then deliver inside the socket "
+                   "(small and medium messages, CPU clusters)",
+    .collectives = NBR_COLL_BIT(NBR_COLL_ALLGATHER) | NBR_COLL_BIT(NBR_COLL_ALLGATHERV),
+    .needs = NBR_NEEDS_WHOLE_GRAPH,
+    .build = build,
+    .size_plan = size_plan,
+    .pattern_size = sizeof(nbr_halving_pattern_t),
+    .whole_job_build = build_all,
+    .free_in_place = free_in_place,
+    .cost = cost,
+};

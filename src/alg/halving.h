@@ -32,7 +32,7 @@
  * Memory is O(edges) per rank while the pattern is built; the result kept
  * for a rank is only its own steps. allgatherv: a relay must know the
  * sizes of blocks it only forwards, so each call first moves every rank's
- * size along the same pattern (nbr_halving_size_plan, run by the request)
+ * size along the same pattern (the row's size_plan, run by the request)
  * and the data plan is built for those sizes. */
 #ifndef NBR_HALVING_H
 #define NBR_HALVING_H
@@ -75,11 +75,6 @@ int nbr_halving_build(int n, const int *out_offsets, const int *out_targets,
                       const int *socket_of, int L, const char *want,
                       nbr_halving_pattern_t *patterns);
 void nbr_halving_pattern_free(nbr_halving_pattern_t *pattern);
-
-/* The algorithm-table hooks. */
-int nbr_build_halving_pattern(const nbr_plan_input_t *input, void **pattern);
-void nbr_free_halving_pattern(void *pattern);
-int nbr_build_halving(const nbr_plan_input_t *input, nbr_plan_t *plan);
 
 #ifdef __cplusplus
 }

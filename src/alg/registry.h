@@ -1,14 +1,36 @@
-/* The algorithm table: every plan builder nbrcoll knows, by name. */
-#ifndef NBR_ALGORITHM_H
-#define NBR_ALGORITHM_H
+/* The algorithm registry: every plan builder nbrcoll knows, each as one
+ * self-describing row (nbr_algorithm_t) defined in the algorithm's own file
+ * and listed once in registry.c. Everything above this layer (set-up,
+ * requests, tools, tests) reaches an algorithm only through its row:
+ * what it plans, what set-up must gather for it, its own parameters, its
+ * pattern, its cost. Builders are pure C: no MPI or GPU call inside. */
+#ifndef NBR_REGISTRY_H
+#define NBR_REGISTRY_H
 
 #include "plan/plan.h"
 #include "topo/locality.h"
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Tags a plan's ops may use, [0, NBR_PLAN_TAGS): a call's tag window holds
  * two plans, its data and (allgatherv through relays) the block-size round
  * run before it, which takes the upper half. */
 #define NBR_PLAN_TAGS 32
+
+/* What set-up gathers for an algorithm (nbr_algorithm_t.needs). */
+enum {
+    /* In-neighbor lists of the ranks on this rank's node (leader). */
+    NBR_NEEDS_NODE_IN_LISTS = 1u << 0,
+    /* Every rank's out-list (halving, combining plan the whole job). */
+    NBR_NEEDS_WHOLE_GRAPH = 1u << 1,
+};
+
+/* nbr_algorithm_t.collectives: the collectives an algorithm plans itself. */
+#define NBR_COLL_BIT(coll) (1u << (coll))
 
 /* Everything a builder may look at for one rank. Pure data. */
 typedef struct nbr_plan_input {
@@ -20,84 +42,117 @@ typedef struct nbr_plan_input {
     const int *destinations; /* out-neighbors, in MPI order */
     const nbr_locality_t *locality; /* may be NULL (one node) */
     const nbr_layout_t *layout;
-    /* In-neighbor lists of the ranks on this rank's node, indexed by comm
-     * rank (NULL / 0 for ranks elsewhere): the paper's NI_r and PI_t, for
-     * builders that coordinate inside a node. May be NULL. */
+    /* NBR_NEEDS_NODE_IN_LISTS: in-neighbor lists of the ranks on this
+     * rank's node, indexed by comm rank (NULL / 0 for ranks elsewhere): the
+     * leader paper's NI_r and PI_t. NULL otherwise. */
     const int *const *node_in_lists;
     const int *node_in_degrees;
-    size_t leader_min_bytes; /* leader: blocks below this go the naive way */
-    int describe;            /* write the pattern into the plan's notes */
-    /* The algorithm's count-independent pattern, built once per
-     * communicator by its build_pattern (NULL: the builder makes one). */
-    const void *pattern;
-    /* The whole graph's out-lists (CSR over nranks ranks), for builders
-     * that plan globally (halving); NULL unless the algorithm asks. */
+    /* NBR_NEEDS_WHOLE_GRAPH: the whole graph's out-lists (CSR over nranks
+     * ranks). NULL otherwise. */
     const int *graph_out_offsets;
     const int *graph_out_targets;
-    int combining_theta; /* combining: friends share at least this many */
-    /* allgatherv through relays (halving): bytes of every block this rank
+    /* The algorithm's own parameters (its load_params made them). */
+    const void *params;
+    /* The algorithm's count-independent pattern, built once per
+     * communicator (NULL: nbr_build_plan makes one for this plan). */
+    const void *pattern;
+    /* allgatherv through relays (size_plan): bytes of every block this rank
      * handles, by source rank, from the size round of the call; NULL
      * otherwise (the builder then falls back to naive). */
     const size_t *block_sizes;
+    int describe; /* write the pattern into the plan's notes */
 } nbr_plan_input_t;
 
-typedef int (*nbr_build_plan_fn)(const nbr_plan_input_t *input, nbr_plan_t *plan);
+/* A cost question: one rank's plan input on a machine (alpha-beta). The
+ * simulator will bring a fuller machine model; until then the hooks that
+ * know an analytic model use these two numbers. */
+typedef struct nbr_cost_query {
+    const nbr_plan_input_t *input;
+    double alpha; /* seconds per message */
+    double beta;  /* bytes per second */
+} nbr_cost_query_t;
 
-typedef enum nbr_algorithm_id {
-    NBR_ALG_NAIVE = 0,
-    NBR_ALG_LEADER = 1,
-    NBR_ALG_HALVING = 2,
-    NBR_ALG_COMBINING = 3,
-    NBR_NUM_ALGORITHMS
-} nbr_algorithm_id_t;
+/* What a cost hook returns when it has no estimate for the query. */
+#define NBR_COST_UNKNOWN (-1.0)
 
 typedef struct nbr_algorithm {
-    nbr_algorithm_id_t id;
     const char *name;
     const char *description;
-    nbr_build_plan_fn build; /* fills a plan (not sealed) */
-    int needs_node_in_lists; /* set-up gathers node_in_lists for it */
-    int needs_whole_graph;   /* set-up gathers every rank's out-list */
-    /* allgatherv: relays forward blocks whose size they cannot know; each
-     * call first moves the sizes along the pattern (size_plan) */
+    /* NBR_COLL_BIT of every collective it plans; for the others
+     * nbr_build_plan takes naive's plan. */
+    unsigned collectives;
+    unsigned needs; /* NBR_NEEDS_* */
+    /* Its own parameters: params_size bytes, filled by load_params with the
+     * defaults, then from info (may be MPI_INFO_NULL), then the environment.
+     * NULL / 0: none. */
+    size_t params_size;
+    int (*load_params)(MPI_Info info, void *params);
+    /* Fills a plan (nbr_build_plan seals it); input->pattern is set when the
+     * algorithm has one. */
+    int (*build)(const nbr_plan_input_t *input, nbr_plan_t *plan);
+    /* allgatherv through relays: relays forward blocks whose size they
+     * cannot know, so each call first moves the sizes along the pattern
+     * with this plan (an allgather of 8-byte blocks); offset_of[r] is where
+     * rank r's size lands in scratch, SIZE_MAX when nowhere. */
     int (*size_plan)(const nbr_plan_input_t *input, nbr_plan_t *plan, size_t *offset_of);
-    /* optional: the count-independent part, built once per communicator */
+    /* The count-independent pattern, built once per communicator; one of:
+     * per rank (build_pattern / free_pattern), or for the whole job at once
+     * (whole_job_build fills the pattern of every rank r with want[r] != 0,
+     * want NULL: all, in an array of pattern_size-byte patterns; it frees
+     * what it made when it fails). */
     int (*build_pattern)(const nbr_plan_input_t *input, void **pattern);
     void (*free_pattern)(void *pattern);
+    size_t pattern_size;
+    int (*whole_job_build)(const nbr_plan_input_t *input, const char *want, void *patterns);
+    void (*free_in_place)(void *pattern);
+    /* Predicted seconds of this rank's part of the collective, or
+     * NBR_COST_UNKNOWN; NULL: always unknown. */
+    double (*cost)(const nbr_cost_query_t *query);
 } nbr_algorithm_t;
 
+int nbr_algorithm_count(void);
+const nbr_algorithm_t *nbr_algorithm_at(int index);
+int nbr_algorithm_index(const nbr_algorithm_t *algorithm);
 const nbr_algorithm_t *nbr_algorithm_find(const char *name);
 const nbr_algorithm_t *nbr_default_algorithm(void);
 
-/* Builds and seals one rank's plan with the given algorithm. */
-int nbr_build_plan(const nbr_algorithm_t *algorithm,
-                   const nbr_plan_input_t *input, nbr_plan_t *plan);
+/* Looks name up; logs the known names when it is not one (what: the
+ * setting that named it). NBR_ERR_ALGORITHM then. */
+int nbr_algorithm_lookup(const char *what, const char *name, const nbr_algorithm_t **algorithm);
 
-/* Patterns computed for the whole job at once (halving, combining): runs
- * build for this rank alone (want[] marks it in an array of nranks
- * patterns of pattern_size bytes each) and returns its pattern, moved into
- * its own allocation. build frees what it made when it fails. */
-typedef int (*nbr_whole_job_build_fn)(const nbr_plan_input_t *input, const char *want,
-                                      void *patterns);
-int nbr_pattern_of_rank(const nbr_plan_input_t *input, size_t pattern_size,
-                        nbr_whole_job_build_fn build, void (*free_in_place)(void *),
-                        void **pattern);
+/* Every algorithm's parameters, loaded together (each row reads its own
+ * keys), so a bad value is an error at set-up whichever algorithm runs. */
+typedef struct nbr_algorithm_params {
+    void **of; /* by registry index; NULL for algorithms without any */
+} nbr_algorithm_params_t;
 
-/* Self-loops as local copies: the k-th self out-edge feeds the k-th self
- * in-edge (every builder's rule; errors on mismatched sizes or counts). */
-int nbr_add_self_copies(const nbr_plan_input_t *input, nbr_plan_t *plan);
+int nbr_algorithm_params_load(MPI_Info info, nbr_algorithm_params_t *params);
+void nbr_algorithm_params_free(nbr_algorithm_params_t *params);
+const void *nbr_algorithm_params_of(const nbr_algorithm_params_t *params,
+                                    const nbr_algorithm_t *algorithm);
 
-/* Builders (src/host, src/device). */
-int nbr_build_naive(const nbr_plan_input_t *input, nbr_plan_t *plan);
-int nbr_build_leader(const nbr_plan_input_t *input, nbr_plan_t *plan);
-int nbr_build_leader_pattern(const nbr_plan_input_t *input, void **pattern);
-void nbr_free_leader_pattern(void *pattern);
-int nbr_build_halving(const nbr_plan_input_t *input, nbr_plan_t *plan);
-int nbr_build_halving_pattern(const nbr_plan_input_t *input, void **pattern);
-void nbr_free_halving_pattern(void *pattern);
-int nbr_halving_size_plan(const nbr_plan_input_t *input, nbr_plan_t *plan, size_t *offset_of);
-int nbr_build_combining(const nbr_plan_input_t *input, nbr_plan_t *plan);
-int nbr_build_combining_pattern(const nbr_plan_input_t *input, void **pattern);
-void nbr_free_combining_pattern(void *pattern);
+/* The algorithm's pattern for input's rank; *pattern stays NULL for
+ * algorithms without one. */
+int nbr_algorithm_build_pattern(const nbr_algorithm_t *algorithm, const nbr_plan_input_t *input,
+                                void **pattern);
+void nbr_algorithm_free_pattern(const nbr_algorithm_t *algorithm, void *pattern);
+
+/* Builds and seals one rank's plan: naive's plan for a collective the
+ * algorithm does not plan; a pattern made for this plan alone when the
+ * input carries none. */
+int nbr_build_plan(const nbr_algorithm_t *algorithm, const nbr_plan_input_t *input,
+                   nbr_plan_t *plan);
+
+/* The same for the size round of an allgatherv through relays (size_plan):
+ * input's layout is an allgather of 8-byte blocks. */
+int nbr_build_size_plan(const nbr_algorithm_t *algorithm, const nbr_plan_input_t *input,
+                        nbr_plan_t *plan, size_t *offset_of);
+
+/* The algorithm's estimate for query, or NBR_COST_UNKNOWN. */
+double nbr_algorithm_cost(const nbr_algorithm_t *algorithm, const nbr_cost_query_t *query);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

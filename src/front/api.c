@@ -54,7 +54,6 @@ int nbr_dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
                                    int reorder, MPI_Comm *comm_dist_graph)
 {
     int rc = nbr_check_comm(comm_old), nranks = 0;
-    nbr_config_t config;
     if (rc != NBR_SUCCESS)
         return rc;
     if (!comm_dist_graph)
@@ -68,7 +67,7 @@ int nbr_dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
                                  (outdegree > 0 && !destweights)))
         local = NBR_ERR_ARG;
     if (local == NBR_SUCCESS)
-        local = nbr_config_load(info, &config);
+        local = nbr_config_check(info);
     NBR_CHECK(nbr_agree(comm_old, local));
     NBR_MPI_CHECK(MPI_Dist_graph_create_adjacent(
         comm_old, indegree, nonnull(sources),
@@ -135,7 +134,6 @@ int nbr_dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
     int *src = NULL, *dst = NULL;
     MPI_Comm private_comm = MPI_COMM_NULL;
     nbr_discover_t discover = {0};
-    nbr_config_t config;
     if (rc != NBR_SUCCESS)
         return rc;
     if (!comm_dist_graph)
@@ -146,7 +144,7 @@ int nbr_dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
     int local = flatten_edges(n, sources, degrees, destinations, weights,
                               discover.nranks, &discover, &src, &dst);
     if (local == NBR_SUCCESS)
-        local = nbr_config_load(info, &config);
+        local = nbr_config_check(info);
     NBR_CHECK(nbr_agree(comm_old, local));
     /* MPI: weights are MPI_UNWEIGHTED on all ranks or on none. */
     int weighted = weights != MPI_UNWEIGHTED, any_weighted = 0;
@@ -184,7 +182,7 @@ int nbr_comm_algorithm(MPI_Comm comm, const char **name)
         return NBR_ERR_ARG;
     int rc = nbr_comm_get(comm, MPI_INFO_NULL, &state);
     if (rc == NBR_SUCCESS)
-        *name = state->algorithm->name;
+        *name = state->config.algorithm->name;
     return rc;
 }
 

@@ -84,8 +84,8 @@ void nbr_comm_release(nbr_comm_t *state)
         return;
     if (state->spare_request)
         state->free_spare(state->spare_request);
-    if (state->pattern && state->algorithm && state->algorithm->free_pattern)
-        state->algorithm->free_pattern(state->pattern);
+    if (state->pattern)
+        nbr_algorithm_free_pattern(state->config.algorithm, state->pattern);
     for (int c = 0; c < NBR_NUM_COLLECTIVES; c++)
         nbr_shared_plan_release(state->cache[c]);
     int finalized = 0;
@@ -101,6 +101,7 @@ void nbr_comm_release(nbr_comm_t *state)
     free(state->graph_out_targets);
     free(state->sources);
     free(state->destinations);
+    nbr_config_free(&state->config);
     free(state);
 }
 
@@ -127,27 +128,28 @@ out:
 
 static int build_pattern(nbr_comm_t *state);
 
-
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
     int rc = NBR_SUCCESS, topology = MPI_UNDEFINED;
     int flag = 0, *tag_ub = NULL;
     nbr_comm_t *state = NULL;
-    nbr_config_t config;
+    nbr_config_t config = {0};
     NBR_MPI_CHECK(MPI_Topo_test(comm, &topology));
     if (topology != MPI_DIST_GRAPH)
         return NBR_ERR_TOPOLOGY; /* the same on every rank: no agreement needed */
     /* Configuration may differ between ranks (per-rank info): agree first so
      * that every rank returns the same error and nobody is left waiting. */
     NBR_CHECK(nbr_agree(comm, nbr_config_load(info, &config)));
-    NBR_CHECK(ensure_keyval());
-    state = calloc(1, sizeof(*state));
-    if (!state)
-        return NBR_ERR_NOMEM;
+    rc = ensure_keyval();
+    if (rc == NBR_SUCCESS && !(state = calloc(1, sizeof(*state))))
+        rc = NBR_ERR_NOMEM;
+    if (rc != NBR_SUCCESS) {
+        nbr_config_free(&config);
+        return rc;
+    }
     state->refs = 1;
     state->comm = MPI_COMM_NULL;
-    state->config = config;
-    state->algorithm = nbr_algorithm_find(config.algorithm);
+    state->config = config; /* owned by state from here */
     state->id = atomic_fetch_add(&next_comm_id, 1);
     NBR_MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
     NBR_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN));
@@ -169,16 +171,13 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
                                    &state->locality));
     NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
-    if (state->algorithm->needs_node_in_lists)
-        NBR_CHECK(nbr_comm_ensure_node_lists(state));
-    if (state->algorithm->needs_whole_graph)
-        NBR_CHECK(nbr_comm_ensure_whole_graph(state));
+    NBR_CHECK(nbr_comm_provide(state, config.algorithm->needs));
     NBR_CHECK(nbr_agree(comm, build_pattern(state)));
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
     NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
              "in/out degree %d/%d", state->id, state->nranks, state->locality.num_nodes,
              state->locality.model.source, state->locality.model.num_gpus,
-             state->algorithm->name, state->indegree, state->outdegree);
+             state->config.algorithm->name, state->indegree, state->outdegree);
     *out_state = state;
     return NBR_SUCCESS;
 out:
@@ -203,10 +202,9 @@ out:
     return rc;
 }
 
-int nbr_comm_ensure_node_lists(nbr_comm_t *state)
+/* NBR_NEEDS_NODE_IN_LISTS: one engine round inside each node. */
+static int gather_node_lists(nbr_comm_t *state)
 {
-    if (state->node_in_lists)
-        return NBR_SUCCESS;
     nbr_node_lists_t lists = {.rank = state->rank, .nranks = state->nranks,
                               .node_of = state->locality.node_of, .my_in = state->sources,
                               .my_indegree = state->indegree};
@@ -220,11 +218,10 @@ int nbr_comm_ensure_node_lists(nbr_comm_t *state)
     return NBR_SUCCESS;
 }
 
-int nbr_comm_ensure_whole_graph(nbr_comm_t *state)
+/* NBR_NEEDS_WHOLE_GRAPH: every rank's out-list, gathered by all. */
+static int gather_whole_graph(nbr_comm_t *state)
 {
     int rc = NBR_SUCCESS, n = state->nranks;
-    if (state->graph_out_offsets)
-        return NBR_SUCCESS;
     int *degrees = malloc(((size_t)n + 1) * sizeof(int));
     int *offsets = malloc(((size_t)n + 1) * sizeof(int));
     int *targets = NULL;
@@ -241,7 +238,7 @@ int nbr_comm_ensure_whole_graph(nbr_comm_t *state)
     }
     offsets[n] = (int)total;
     if (total > INT_MAX) {
-        NBR_ERROR("halving: the graph has %lld edges; over 2^31 is not supported", total);
+        NBR_ERROR("the graph has %lld edges; whole-graph algorithms support up to 2^31", total);
         rc = NBR_ERR_UNSUPPORTED; /* the same on every rank */
         goto out;
     }
@@ -258,6 +255,16 @@ out:
     free(degrees);
     free(offsets);
     free(targets);
+    return rc;
+}
+
+int nbr_comm_provide(nbr_comm_t *state, unsigned needs)
+{
+    int rc = NBR_SUCCESS;
+    if ((needs & NBR_NEEDS_NODE_IN_LISTS) && !state->node_in_lists)
+        rc = gather_node_lists(state);
+    if (rc == NBR_SUCCESS && (needs & NBR_NEEDS_WHOLE_GRAPH) && !state->graph_out_offsets)
+        rc = gather_whole_graph(state);
     return rc;
 }
 
@@ -289,7 +296,7 @@ static void dump_plan(const nbr_comm_t *state, const nbr_plan_t *plan)
     fclose(file);
 }
 
-nbr_plan_input_t nbr_comm_plan_input(const nbr_comm_t *state)
+static nbr_plan_input_t plan_input(const nbr_comm_t *state)
 {
     nbr_plan_input_t input = {
         .rank = state->rank, .nranks = state->nranks,
@@ -298,22 +305,28 @@ nbr_plan_input_t nbr_comm_plan_input(const nbr_comm_t *state)
         .locality = &state->locality,
         .node_in_lists = (const int *const *)state->node_in_lists,
         .node_in_degrees = state->node_in_degrees,
-        .leader_min_bytes = (size_t)state->config.leader_min_bytes,
         .graph_out_offsets = state->graph_out_offsets,
         .graph_out_targets = state->graph_out_targets,
-        .combining_theta = state->config.combining_theta,
         .describe = state->config.dump_dir[0] != '\0',
     };
+    return input;
+}
+
+nbr_plan_input_t nbr_comm_input_for(const nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                                    const nbr_layout_t *layout)
+{
+    nbr_plan_input_t input = plan_input(state);
+    input.layout = layout;
+    input.params = nbr_algorithm_params_of(&state->config.params, algorithm);
+    input.pattern = algorithm == state->config.algorithm ? state->pattern : NULL;
     return input;
 }
 
 /* The communicator's algorithm builds its count-independent part once. */
 static int build_pattern(nbr_comm_t *state)
 {
-    if (!state->algorithm->build_pattern)
-        return NBR_SUCCESS;
-    nbr_plan_input_t input = nbr_comm_plan_input(state);
-    return state->algorithm->build_pattern(&input, &state->pattern);
+    nbr_plan_input_t input = nbr_comm_input_for(state, state->config.algorithm, NULL);
+    return nbr_algorithm_build_pattern(state->config.algorithm, &input, &state->pattern);
 }
 
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
@@ -321,7 +334,7 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   nbr_shared_plan_t **out_plan)
 {
     /* plans that depend on other ranks' sizes are this call's alone */
-    int cacheable = algorithm == state->algorithm && !block_sizes;
+    int cacheable = algorithm == state->config.algorithm && !block_sizes;
     nbr_shared_plan_t *cached = state->cache[layout->coll];
     if (cacheable && cached && nbr_layout_equal(&cached->layout, layout)) {
         cached->refs++;
@@ -337,9 +350,7 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         free(shared);
         return rc;
     }
-    nbr_plan_input_t input = nbr_comm_plan_input(state);
-    input.layout = &shared->layout;
-    input.pattern = algorithm == state->algorithm ? state->pattern : NULL;
+    nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, &shared->layout);
     input.block_sizes = block_sizes;
     rc = nbr_build_plan(algorithm, &input, &shared->plan);
     if (rc != NBR_SUCCESS) {

@@ -3,7 +3,6 @@
 #ifndef NBR_COMM_H
 #define NBR_COMM_H
 
-#include "alg/registry.h"
 #include "front/config.h"
 #include "plan/plan.h"
 #include "topo/locality.h"
@@ -27,8 +26,7 @@ typedef struct nbr_comm {
     int rank, nranks;
     int indegree, outdegree;
     int *sources, *destinations;
-    nbr_config_t config;
-    const nbr_algorithm_t *algorithm;
+    nbr_config_t config; /* with the communicator's algorithm */
     nbr_locality_t locality;
     nbr_exec_domain_t exec; /* how its requests run: MPI or device executor */
     nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
@@ -36,10 +34,11 @@ typedef struct nbr_comm {
     unsigned long long persistent_sequence; /* persistent requests made so far */
     int tag_windows;                        /* per kind: half of the tag space each */
     nbr_counters_t counters;
-    /* In-lists of the ranks on this node (leader); NULL until needed. */
+    /* Set-up facts algorithms need (nbr_comm_provide); NULL until needed.
+     * NBR_NEEDS_NODE_IN_LISTS: in-lists of the ranks on this node. */
     int **node_in_lists;
     int *node_in_degrees;
-    /* Every rank's out-list (CSR) for whole-graph builders; NULL until needed. */
+    /* NBR_NEEDS_WHOLE_GRAPH: every rank's out-list (CSR). */
     int *graph_out_offsets;
     int *graph_out_targets;
     /* The algorithm's count-independent pattern, built once at set-up. */
@@ -86,15 +85,16 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   const nbr_layout_t *layout, const size_t *block_sizes,
                   nbr_shared_plan_t **plan);
 
-/* What a builder sees of this communicator (layout and pattern aside). */
-nbr_plan_input_t nbr_comm_plan_input(const nbr_comm_t *state);
+/* What a builder of algorithm sees of this communicator: its facts, the
+ * algorithm's parameters and (for the communicator's algorithm) pattern.
+ * layout may be NULL (building a pattern). */
+nbr_plan_input_t nbr_comm_input_for(const nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                                    const nbr_layout_t *layout);
 void nbr_shared_plan_release(nbr_shared_plan_t *plan);
 
-/* Gathers node_in_lists if not done yet (collective over the comm). */
-int nbr_comm_ensure_node_lists(nbr_comm_t *state);
-
-/* Gathers every rank's out-list if not done yet (collective over the comm). */
-int nbr_comm_ensure_whole_graph(nbr_comm_t *state);
+/* Gathers the set-up facts of needs (NBR_NEEDS_*) not gathered yet.
+ * Collective over the comm: every rank passes the same needs. */
+int nbr_comm_provide(nbr_comm_t *state, unsigned needs);
 
 /* Adds one completed run of plan to the counters. */
 void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan);

@@ -255,19 +255,14 @@ static void request_retire(nbr_request_t req)
 static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
                             const nbr_algorithm_t **chosen)
 {
-    const nbr_algorithm_t *algorithm = state->algorithm;
+    const nbr_algorithm_t *algorithm = state->config.algorithm;
     int rc = NBR_SUCCESS;
-    if (persistent && info != MPI_INFO_NULL) {
-        char name[NBR_NAME_MAX];
-        snprintf(name, sizeof name, "%s", algorithm->name);
-        rc = nbr_config_request_algorithm(info, name);
-        if (rc == NBR_SUCCESS)
-            algorithm = nbr_algorithm_find(name);
-    }
+    if (persistent && info != MPI_INFO_NULL)
+        rc = nbr_config_request_algorithm(info, &algorithm);
     if (persistent) {
         /* one MIN over (status, id, -id): equal ids everywhere iff min id == -min(-id) */
-        int mine[3] = {rc, rc == NBR_SUCCESS ? (int)algorithm->id : 0,
-                       rc == NBR_SUCCESS ? -(int)algorithm->id : 0}, low[3];
+        int id = nbr_algorithm_index(algorithm);
+        int mine[3] = {rc, rc == NBR_SUCCESS ? id : 0, rc == NBR_SUCCESS ? -id : 0}, low[3];
         int mrc = MPI_Allreduce(mine, low, 3, MPI_INT, MPI_MIN, state->comm);
         if (mrc != MPI_SUCCESS)
             return nbr_mpi_failed("MPI_Allreduce", mrc);
@@ -278,9 +273,7 @@ static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
             return NBR_ERR_ALGORITHM;
         }
     }
-    if (algorithm->needs_node_in_lists && (rc = nbr_comm_ensure_node_lists(state)) != NBR_SUCCESS)
-        return rc;
-    if (algorithm->needs_whole_graph && (rc = nbr_comm_ensure_whole_graph(state)) != NBR_SUCCESS)
+    if ((rc = nbr_comm_provide(state, algorithm->needs)) != NBR_SUCCESS)
         return rc;
     *chosen = algorithm;
     return NBR_SUCCESS;
@@ -333,12 +326,8 @@ static int exchange_block_sizes(nbr_comm_t *state, const nbr_algorithm_t *algori
     sizes_layout.send[0] = (nbr_slot_t){0, sizeof(uint64_t)};
     for (int i = 0; i < indeg; i++)
         sizes_layout.recv[i] = (nbr_slot_t){(size_t)i * sizeof(uint64_t), sizeof(uint64_t)};
-    nbr_plan_input_t input = nbr_comm_plan_input(state);
-    input.layout = &sizes_layout;
-    input.pattern = algorithm == state->algorithm ? state->pattern : NULL;
-    NBR_CHECK(algorithm->size_plan(&input, &plan, offset_of));
-    const nbr_locality_t *loc = &state->locality;
-    NBR_CHECK(nbr_plan_seal(&plan, loc->node_of, loc->socket_of));
+    nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, &sizes_layout);
+    NBR_CHECK(nbr_build_size_plan(algorithm, &input, &plan, offset_of));
     if (plan.scratch_bytes > 0 && !(scratch = malloc(plan.scratch_bytes))) {
         rc = NBR_ERR_NOMEM;
         goto out;

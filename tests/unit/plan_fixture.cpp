@@ -101,32 +101,23 @@ WholeJob::~WholeJob()
 
 int WholeJob::build(const nbr_algorithm_t *algorithm)
 {
-    // every rank's in-list: a superset of what a builder may read
-    node_in_lists_.resize(graph_->nranks);
-    node_in_degrees_.resize(graph_->nranks);
-    for (int r = 0; r < graph_->nranks; r++) {
-        node_in_lists_[r] = nbr_graph_in(graph_, r);
-        node_in_degrees_[r] = nbr_graph_indegree(graph_, r);
+    nbr_job_t job;
+    int rc = nbr_job_init(&job, graph_, locality_, algorithm, params);
+    if (rc != NBR_SUCCESS) {
+        message_ = std::string("job: ") + nbr_error_string(rc);
+        return rc;
     }
-    for (int r = 0; r < graph_->nranks; r++) {
-        nbr_plan_input_t input = input_for(graph_, locality_, r);
-        input.layout = &layouts[r];
-        input.node_in_lists = node_in_lists_.data();
-        input.node_in_degrees = node_in_degrees_.data();
-        input.leader_min_bytes = leader_min_bytes;
+    for (int r = 0; r < graph_->nranks && rc == NBR_SUCCESS; r++) {
+        nbr_plan_input_t input = nbr_job_input(&job, r, &layouts[r]);
         input.pattern = patterns.empty() ? nullptr : patterns[r];
-        input.graph_out_offsets = graph_->out_offsets;
-        input.graph_out_targets = graph_->out_targets;
-        input.combining_theta = combining_theta;
         input.block_sizes = block_sizes.empty() ? nullptr : block_sizes.data();
         nbr_plan_free(&plans[r]);
-        int rc = nbr_build_plan(algorithm, &input, &plans[r]);
-        if (rc != NBR_SUCCESS) {
+        rc = nbr_build_plan(algorithm, &input, &plans[r]);
+        if (rc != NBR_SUCCESS)
             message_ = "rank " + std::to_string(r) + ": build failed: " + nbr_error_string(rc);
-            return rc;
-        }
     }
-    return NBR_SUCCESS;
+    nbr_job_free(&job);
+    return rc;
 }
 
 int WholeJob::verify()

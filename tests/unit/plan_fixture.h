@@ -4,8 +4,7 @@
 
 #include <nbrcoll.h>
 extern "C" {
-#include "alg/registry.h"
-#include "base/graph_gen.h"
+#include "alg/job.h"
 #include "plan/verify.h"
 }
 
@@ -54,16 +53,13 @@ public:
 
     std::vector<nbr_plan_t> plans;
     std::vector<nbr_layout_t> layouts;
-    size_t leader_min_bytes = 0;
-    int combining_theta = 2;
+    const void *params = nullptr; // the algorithm's parameters; nullptr: its defaults
     // allgatherv through relays: every rank's send bytes (the size round's
     // result); empty: builders get none
     std::vector<size_t> block_sizes;
     std::vector<const void *> patterns; // per rank, when set: the algorithm's pattern
 
 private:
-    std::vector<const int *> node_in_lists_;
-    std::vector<int> node_in_degrees_;
     const nbr_graph_t *graph_;
     const nbr_locality_t *locality_;
     std::string message_;

@@ -149,7 +149,8 @@ TEST(CombiningPlans, VerifierOverSeededGraphs)
         LayoutParams lp;
         lp.block = 1 + i % 17;
         WholeJob w(&G.g, lp);
-        w.combining_theta = theta;
+        nbr_combining_params_t params{theta};
+        w.params = &params;
         w.patterns = pats.pointers();
         std::ostringstream what;
         what << "graph " << i << " n=" << n << " theta=" << theta;

@@ -16,6 +16,17 @@ namespace {
 
 const nbr_algorithm_t *leader() { return nbr_algorithm_find("leader"); }
 
+// Every block takes the leader route (by default small ones go directly).
+const nbr_leader_params_t every_block{0};
+
+struct LeaderJob : WholeJob {
+    LeaderJob(const nbr_graph_t *graph, const LayoutParams &p, const nbr_locality_t *loc)
+        : WholeJob(graph, p, loc)
+    {
+        params = &every_block;
+    }
+};
+
 
 struct Graph {
     nbr_graph_t g{};
@@ -40,7 +51,7 @@ std::vector<std::pair<int, size_t>> sends_of(const nbr_plan_t &plan, int phase)
 
 std::string verify(const nbr_graph_t *g, const nbr_locality_t *loc, LayoutParams p)
 {
-    WholeJob job(g, p, loc);
+    LeaderJob job(g, p, loc);
     if (job.build(leader()) != NBR_SUCCESS || job.verify() != NBR_SUCCESS)
         return job.message();
     return "";
@@ -52,7 +63,7 @@ TEST(LeaderPlans, Fig2ScatterToTwoUnlinkedPeersThenSwap)
     Graph g(8, {6, 6}, {4, 5});
     LayoutParams p;
     p.block = 64;
-    WholeJob job(&g.g, p, &m.loc);
+    LeaderJob job(&g.g, p, &m.loc);
     ASSERT_EQ(job.build(leader()), NBR_SUCCESS) << job.message();
     ASSERT_EQ(job.verify(), NBR_SUCCESS) << job.message();
     auto sent = sends_of(job.plans[6], 0);
@@ -68,7 +79,7 @@ TEST(LeaderPlans, Fig3WholeBlockToTheLinkedPeerWhichForwards)
     Graph g(8, {1, 1}, {2, 3});
     LayoutParams p;
     p.block = 64;
-    WholeJob job(&g.g, p, &m.loc);
+    LeaderJob job(&g.g, p, &m.loc);
     ASSERT_EQ(job.build(leader()), NBR_SUCCESS) << job.message();
     ASSERT_EQ(job.verify(), NBR_SUCCESS) << job.message();
     auto sent = sends_of(job.plans[1], 0);
@@ -92,7 +103,7 @@ void expect_network(const RemoteCase &c)
     Graph g(16, src, c.receivers);
     LayoutParams p;
     p.block = 96;
-    WholeJob job(&g.g, p, &m.loc);
+    LeaderJob job(&g.g, p, &m.loc);
     ASSERT_EQ(job.build(leader()), NBR_SUCCESS) << job.message();
     ASSERT_EQ(job.verify(), NBR_SUCCESS) << job.message();
     const nbr_plan_stats_t &s = job.plans[9].stats;
@@ -125,7 +136,7 @@ TEST(LeaderPlans, InterNodeBytesAtTheFloor)
         ASSERT_EQ(nbr_graph_erdos_renyi(32, 0.4, seed, &g.g), NBR_SUCCESS);
         LayoutParams p;
         p.block = 40;
-        WholeJob job(&g.g, p, &m.loc);
+        LeaderJob job(&g.g, p, &m.loc);
         ASSERT_EQ(job.build(leader()), NBR_SUCCESS);
         ASSERT_EQ(job.verify(), NBR_SUCCESS) << job.message();
         for (int r = 0; r < 32; r++) {
@@ -213,7 +224,7 @@ TEST(LeaderPlans, OnePatternServesEveryLayout)
             p.coll = coll;
             p.block = block;
             p.unit = 4;
-            WholeJob job(&g.g, p, &m.loc);
+            LeaderJob job(&g.g, p, &m.loc);
             job.patterns.assign(patterns.begin(), patterns.end());
             ASSERT_EQ(job.build(leader()), NBR_SUCCESS) << job.message();
             EXPECT_EQ(job.verify(), NBR_SUCCESS) << block << ": " << job.message();
@@ -228,8 +239,9 @@ TEST(LeaderPlans, SmallBlocksGoDirect)
     Graph g(16, {9, 9}, {0, 1});
     LayoutParams p;
     p.block = 64;
-    WholeJob job(&g.g, p, &m.loc);
-    job.leader_min_bytes = 65; // the block is below the threshold
+    LeaderJob job(&g.g, p, &m.loc);
+    const nbr_leader_params_t above{65}; // the block is below the threshold
+    job.params = &above;
     ASSERT_EQ(job.build(leader()), NBR_SUCCESS);
     ASSERT_EQ(job.verify(), NBR_SUCCESS) << job.message();
     EXPECT_EQ(job.plans[9].stats.msgs_inter_node, 2u) << "one message per edge, as naive";

@@ -12,17 +12,19 @@
  *   3. landing ranks forward whole blocks to the other receivers of their
  *      package (PEM, Alg. 4) and copy to repeated slots.
  * Receivers derive the same groups from the in-lists of their node's ranks
- * (NI_r, PI_t). Blocks below leader_min_bytes go directly, as in naive;
+ * (NI_r, PI_t). Blocks below nbr_leader_min_bytes go directly, as in naive;
  * the decision is per block, which sender and receivers both know.
  * Blocks are split on boundaries every rank derives from the block size
  * alone (the largest power of two up to 16 dividing it): element boundaries
  * for every standard type, and the same on both ends even when the two
  * ranks describe the data with different (matching) datatypes.
  * Ranks with no GPU are packages of their own. alltoallv is not a leader
- * collective: it gets the naive plan. Tags: 0 phase 1, 1 peer swaps,
+ * collective: it gets the naive plan (the row says so). Tags: 0 phase 1, 1 peer swaps,
  * 2 landing exchanges, 3 forwards; within a channel messages are ordered by
  * (sender of the block, edge occurrence) on both ends. */
 #include "alg/leader/leader_pattern.h"
+
+#include "base/settings.h"
 
 #include <nbrcoll.h>
 #include <stdlib.h>
@@ -113,7 +115,8 @@ static void peer_part(const builder_t *b, int s, int x, int y, size_t bytes, siz
 
 static int big(const builder_t *b, size_t bytes)
 {
-    return bytes > 0 && bytes >= b->in->leader_min_bytes;
+    const nbr_leader_params_t *params = b->in->params;
+    return bytes > 0 && bytes >= params->min_bytes;
 }
 
 /* Is my k-th in-edge from s (same node) split with my peer? */
@@ -268,19 +271,6 @@ int nbr_leader_pattern_build(const nbr_plan_input_t *in, nbr_leader_pattern_t **
     }
     *out = pat;
     return NBR_SUCCESS;
-}
-
-int nbr_build_leader_pattern(const nbr_plan_input_t *input, void **pattern)
-{
-    nbr_leader_pattern_t *pat = NULL;
-    int rc = nbr_leader_pattern_build(input, &pat);
-    *pattern = pat;
-    return rc;
-}
-
-void nbr_free_leader_pattern(void *pattern)
-{
-    nbr_leader_pattern_free(pattern);
 }
 
 /* ------------------------------------------------------------ phase 1 */
@@ -480,20 +470,14 @@ static int remote_blocks(builder_t *b, int phase)
     return rc;
 }
 
-int nbr_build_leader(const nbr_plan_input_t *in, nbr_plan_t *plan)
+static int build(const nbr_plan_input_t *in, nbr_plan_t *plan)
 {
-    if (in->layout->coll == NBR_COLL_ALLTOALLV)
-        return nbr_build_naive(in, plan);
-    nbr_leader_pattern_t *own = NULL;
+    const nbr_leader_params_t *params = in->params;
     int rc = NBR_SUCCESS;
-    if (!in->pattern && (rc = nbr_leader_pattern_build(in, &own)) != NBR_SUCCESS)
-        return rc;
     builder_t b = {.in = in, .loc = in->locality, .plan = plan,
-                   .pat = own ? own : (nbr_leader_pattern_t *)in->pattern};
-    if (b.pat->rank != in->rank || b.pat->out_count != in->outdegree) {
-        nbr_leader_pattern_free(own);
+                   .pat = (nbr_leader_pattern_t *)in->pattern};
+    if (!b.pat || !params || b.pat->rank != in->rank || b.pat->out_count != in->outdegree)
         return NBR_ERR_INTERNAL; /* a pattern made for another rank or graph */
-    }
     b.me = b.pat->rank;
     b.my_node = b.pat->node;
     b.peer = b.pat->peer;
@@ -501,7 +485,7 @@ int nbr_build_leader(const nbr_plan_input_t *in, nbr_plan_t *plan)
         rc = nbr_plan_note(plan, "  pattern: node %d, GPU %d, mutual peer %d, blocks from %zu B "
                                  "take the leader route",
                            b.my_node, b.loc && b.loc->gpu_of ? b.loc->gpu_of[b.me] : -1, b.peer,
-                           in->leader_min_bytes);
+                           params->min_bytes);
     if (rc == NBR_SUCCESS)
         rc = nbr_plan_begin_phase(plan);
     if (rc == NBR_SUCCESS)
@@ -520,6 +504,36 @@ int nbr_build_leader(const nbr_plan_input_t *in, nbr_plan_t *plan)
         rc = nbr_plan_begin_phase(plan);
     if (rc == NBR_SUCCESS)
         rc = remote_blocks(&b, 3);
-    nbr_leader_pattern_free(own);
     return rc;
 }
+
+/* ------------------------------------------------------------ the row */
+
+static int load_params(MPI_Info info, void *params)
+{
+    int min_bytes = 256 * 1024; /* the paper's large-message range */
+    int rc = nbr_setting_int(info, "nbr_leader_min_bytes", "NBR_LEADER_MIN_BYTES", 0, &min_bytes);
+    ((nbr_leader_params_t *)params)->min_bytes = (size_t)min_bytes;
+    return rc;
+}
+
+static int build_pattern(const nbr_plan_input_t *input, void **pattern)
+{
+    nbr_leader_pattern_t *pat = NULL;
+    int rc = nbr_leader_pattern_build(input, &pat);
+    *pattern = pat;
+    return rc;
+}
+
+const nbr_algorithm_t nbr_alg_leader = {
+    .name = "leader",
+    .description = "topology- and load-aware allgather(v): blocks cross to a node once, "
+                   "scattered over its leader GPUs, then redistributed (large messages)",
+    .collectives = NBR_COLL_BIT(NBR_COLL_ALLGATHER) | NBR_COLL_BIT(NBR_COLL_ALLGATHERV),
+    .needs = NBR_NEEDS_NODE_IN_LISTS,
+    .params_size = sizeof(nbr_leader_params_t),
+    .load_params = load_params,
+    .build = build,
+    .build_pattern = build_pattern,
+    .free_pattern = nbr_leader_pattern_free,
+};

@@ -94,30 +94,6 @@ double nbr_pair_share(const nbr_locality_t *locality, int from, int x, int y)
     return share;
 }
 
-int nbr_list_occurrence(const int *list, int index)
-{
-    int k = 0;
-    for (int i = 0; i < index; i++)
-        k += list[i] == list[index];
-    return k;
-}
-
-int nbr_list_find_kth(const int *list, int n, int value, int k)
-{
-    for (int i = 0; i < n; i++)
-        if (list[i] == value && k-- == 0)
-            return i;
-    return -1;
-}
-
-int nbr_list_count(const int *list, int n, int value)
-{
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        k += list[i] == value;
-    return k;
-}
-
 static int has_gpus(const nbr_plan_input_t *in)
 {
     return in->locality && in->locality->gpu_of && in->locality->gpu_of[in->rank] >= 0 &&

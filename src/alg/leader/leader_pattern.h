@@ -14,13 +14,12 @@
 #ifndef NBR_LEADER_PATTERN_H
 #define NBR_LEADER_PATTERN_H
 
-#include "alg/registry.h"
+#include "alg/builder.h"
 
-/* Repeated edges: the k-th edge to a rank pairs with the k-th edge from it,
- * so neighbor lists are read by occurrence. */
-int nbr_list_occurrence(const int *list, int index); /* k of list[index] */
-int nbr_list_find_kth(const int *list, int n, int value, int k); /* position or -1 */
-int nbr_list_count(const int *list, int n, int value);
+/* The algorithm's parameters (nbr_leader_min_bytes / NBR_LEADER_MIN_BYTES). */
+typedef struct nbr_leader_params {
+    size_t min_bytes; /* smaller blocks go directly, as in naive */
+} nbr_leader_params_t;
 
 /* Positions in the MPI neighbor lists, split by node. */
 typedef struct nbr_edge_split {

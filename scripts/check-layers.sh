@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Fails when a file of src/ includes a header of a higher layer, or of a
+# sibling layer (docs/ARCHITECTURE.md, "Layers"):
+#
+#   front            public API, requests, communicator state, configuration
+#   alg | exec       algorithms (registry, builders) | executors
+#   plan             plan IR, verifier
+#   device | topo    device backends | topology
+#   base             logging, settings, growable arrays, rounds engine, graphs
+#
+# Includes are written from src/ ("plan/plan.h"), so the first component of
+# the path names the layer. A folder or an include this table does not know
+# is an error too: a new folder gets its place here first.
+# usage: scripts/check-layers.sh [SRC_DIR]     (default: the repository's src)
+set -euo pipefail
+src=${1:-"$(cd "$(dirname "$0")/.." && pwd)/src"}
+
+declare -A rank=([front]=5 [alg]=4 [exec]=4 [plan]=3 [device]=2 [topo]=2 [base]=1)
+
+status=0
+fail() {
+  echo "check-layers: $*" >&2
+  status=1
+}
+
+while IFS= read -r -d '' file; do
+  rel=${file#"$src"/}
+  layer=${rel%%/*}
+  if [[ $rel != */* || -z ${rank[$layer]:-} ]]; then
+    fail "$rel: in no layer (known: ${!rank[*]})"
+    continue
+  fi
+  while IFS=: read -r line header; do
+    target=${header%%/*}
+    if [[ $header != */* || -z ${rank[$target]:-} ]]; then
+      fail "$rel:$line: includes \"$header\", which is in no layer (write it from src/)"
+    elif [[ $target != "$layer" ]] && ((rank[$target] >= rank[$layer])); then
+      fail "$rel:$line: $layer includes \"$header\" of layer $target, which is not below it"
+    fi
+  done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file" |
+           paste -d: <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" | cut -d: -f1) -)
+done < <(find "$src" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) -print0 | sort -z)
+
+if ((status == 0)); then
+  echo "check-layers: every #include in $src points down"
+fi
+exit $status

@@ -1,0 +1,80 @@
+/* Helpers every builder uses (builder.h). */
+#include "alg/builder.h"
+
+#include "base/log.h"
+
+#include <nbrcoll.h>
+#include <stdlib.h>
+
+int nbr_add_self_copies(const nbr_plan_input_t *in, nbr_plan_t *plan)
+{
+    const nbr_layout_t *layout = in->layout;
+    int next_out = 0, rc = NBR_SUCCESS;
+    for (int i = 0; i < in->indegree && rc == NBR_SUCCESS; i++) {
+        if (in->sources[i] != in->rank)
+            continue;
+        while (next_out < in->outdegree && in->destinations[next_out] != in->rank)
+            next_out++;
+        if (next_out == in->outdegree) {
+            NBR_ERROR("rank %d lists itself more often as source than as destination",
+                      in->rank);
+            return NBR_ERR_TOPOLOGY;
+        }
+        const nbr_slot_t *src = &layout->send[nbr_send_slot_of(layout, next_out++)];
+        const nbr_slot_t *dst = &layout->recv[i];
+        if (src->bytes != dst->bytes) {
+            NBR_ERROR("self-loop: %zu bytes sent, %zu expected", src->bytes, dst->bytes);
+            return NBR_ERR_TYPE_MISMATCH;
+        }
+        if (dst->bytes > 0)
+            rc = nbr_plan_add_copy(plan, NBR_BUF_RECV, dst->offset, NBR_BUF_SEND,
+                                   src->offset, dst->bytes);
+    }
+    while (next_out < in->outdegree && in->destinations[next_out] != in->rank)
+        next_out++;
+    if (rc == NBR_SUCCESS && next_out < in->outdegree) {
+        NBR_ERROR("rank %d lists itself more often as destination than as source",
+                  in->rank);
+        return NBR_ERR_TOPOLOGY;
+    }
+    return rc;
+}
+
+int nbr_list_occurrence(const int *list, int index)
+{
+    int k = 0;
+    for (int i = 0; i < index; i++)
+        k += list[i] == list[index];
+    return k;
+}
+
+int nbr_list_find_kth(const int *list, int n, int value, int k)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == value && k-- == 0)
+            return i;
+    return -1;
+}
+
+int nbr_list_count(const int *list, int n, int value)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += list[i] == value;
+    return k;
+}
+
+static int heavier_first(const void *x, const void *y)
+{
+    const nbr_weighted_pair_t *p = x, *q = y;
+    if (p->weight != q->weight)
+        return q->weight - p->weight;
+    if (p->a != q->a)
+        return p->a - q->a;
+    return p->b - q->b;
+}
+
+void nbr_sort_weighted_pairs(nbr_weighted_pair_t *pairs, int n)
+{
+    qsort(pairs, (size_t)n, sizeof(*pairs), heavier_first);
+}

@@ -1,0 +1,35 @@
+/* Helpers every plan builder uses. */
+#ifndef NBR_BUILDER_H
+#define NBR_BUILDER_H
+
+#include "alg/registry.h"
+
+/* The send slot of out-edge j: its own in alltoallv, the one block else. */
+static inline int nbr_send_slot_of(const nbr_layout_t *layout, int out_index)
+{
+    return layout->coll == NBR_COLL_ALLTOALLV ? out_index : 0;
+}
+
+/* The baseline plan, one message per edge; other builders fall back to it
+ * for the cases they do not improve. */
+int nbr_build_naive(const nbr_plan_input_t *input, nbr_plan_t *plan);
+
+/* Self-loops as local copies: the k-th self out-edge feeds the k-th self
+ * in-edge (every builder's rule; errors on mismatched sizes or counts). */
+int nbr_add_self_copies(const nbr_plan_input_t *input, nbr_plan_t *plan);
+
+/* Greedy matchings (halving's agents, combining's friends) take pairs
+ * heaviest first; ties go to the lower a, then the lower b, so every rank
+ * computes the same matching. */
+typedef struct nbr_weighted_pair {
+    int weight, a, b;
+} nbr_weighted_pair_t;
+void nbr_sort_weighted_pairs(nbr_weighted_pair_t *pairs, int n);
+
+/* Repeated edges: the k-th edge to a rank pairs with the k-th edge from it,
+ * so neighbor lists are read by occurrence. */
+int nbr_list_occurrence(const int *list, int index); /* k of list[index] */
+int nbr_list_find_kth(const int *list, int n, int value, int k); /* position or -1 */
+int nbr_list_count(const int *list, int n, int value);
+
+#endif

@@ -1,0 +1,104 @@
+#include "alg/job.h"
+
+#include <nbrcoll.h>
+#include <stdlib.h>
+#include <string.h>
+
+int nbr_job_init(nbr_job_t *job, const nbr_graph_t *graph, const nbr_locality_t *locality,
+                 const nbr_algorithm_t *algorithm, const void *params)
+{
+    memset(job, 0, sizeof(*job));
+    job->graph = graph;
+    job->locality = locality;
+    job->algorithm = algorithm;
+    int n = graph->nranks, rc = NBR_SUCCESS;
+    if (!params) {
+        rc = nbr_algorithm_params_load(MPI_INFO_NULL, &job->defaults);
+        params = rc == NBR_SUCCESS ? nbr_algorithm_params_of(&job->defaults, algorithm) : NULL;
+    }
+    job->params = params;
+    job->in_lists = calloc((size_t)n + 1, sizeof(int *));
+    job->in_degrees = calloc((size_t)n + 1, sizeof(int));
+    job->patterns = calloc((size_t)n + 1, sizeof(void *));
+    if (rc == NBR_SUCCESS && (!job->in_lists || !job->in_degrees || !job->patterns))
+        rc = NBR_ERR_NOMEM;
+    for (int r = 0; rc == NBR_SUCCESS && r < n; r++) {
+        job->in_lists[r] = nbr_graph_in(graph, r);
+        job->in_degrees[r] = nbr_graph_indegree(graph, r);
+    }
+    if (rc != NBR_SUCCESS)
+        nbr_job_free(job);
+    return rc;
+}
+
+nbr_plan_input_t nbr_job_input(const nbr_job_t *job, int r, const nbr_layout_t *layout)
+{
+    const nbr_graph_t *g = job->graph;
+    unsigned needs = job->algorithm->needs;
+    nbr_plan_input_t input = {
+        .rank = r, .nranks = g->nranks,
+        .indegree = nbr_graph_indegree(g, r), .outdegree = nbr_graph_outdegree(g, r),
+        .sources = nbr_graph_in(g, r), .destinations = nbr_graph_out(g, r),
+        .locality = job->locality, .layout = layout, .params = job->params,
+        .pattern = job->patterns ? job->patterns[r] : NULL};
+    if (needs & NBR_NEEDS_NODE_IN_LISTS) {
+        input.node_in_lists = job->in_lists;
+        input.node_in_degrees = job->in_degrees;
+    }
+    if (needs & NBR_NEEDS_WHOLE_GRAPH) {
+        input.graph_out_offsets = g->out_offsets;
+        input.graph_out_targets = g->out_targets;
+    }
+    return input;
+}
+
+int nbr_job_build_patterns(nbr_job_t *job)
+{
+    const nbr_algorithm_t *algorithm = job->algorithm;
+    int n = job->graph->nranks, rc = NBR_SUCCESS;
+    if (algorithm->whole_job_build) {
+        nbr_plan_input_t input = nbr_job_input(job, 0, NULL);
+        char *all = calloc((size_t)n + 1, algorithm->pattern_size);
+        if (!all)
+            return NBR_ERR_NOMEM;
+        rc = algorithm->whole_job_build(&input, NULL, all);
+        if (rc != NBR_SUCCESS) {
+            free(all);
+            return rc;
+        }
+        job->whole_job_patterns = all;
+        for (int r = 0; r < n; r++)
+            job->patterns[r] = all + (size_t)r * algorithm->pattern_size;
+        return NBR_SUCCESS;
+    }
+    if (!algorithm->build_pattern)
+        return NBR_SUCCESS;
+    if (!(job->own_patterns = calloc((size_t)n + 1, sizeof(void *))))
+        return NBR_ERR_NOMEM;
+    for (int r = 0; r < n && rc == NBR_SUCCESS; r++) {
+        nbr_plan_input_t input = nbr_job_input(job, r, NULL);
+        rc = algorithm->build_pattern(&input, &job->own_patterns[r]);
+        job->patterns[r] = job->own_patterns[r];
+    }
+    return rc;
+}
+
+void nbr_job_free(nbr_job_t *job)
+{
+    const nbr_algorithm_t *algorithm = job->algorithm;
+    int n = job->graph ? job->graph->nranks : 0;
+    if (job->whole_job_patterns)
+        for (int r = 0; r < n; r++)
+            algorithm->free_in_place((char *)job->whole_job_patterns +
+                                     (size_t)r * algorithm->pattern_size);
+    for (int r = 0; job->own_patterns && r < n; r++)
+        if (job->own_patterns[r])
+            algorithm->free_pattern(job->own_patterns[r]);
+    free(job->whole_job_patterns);
+    free(job->own_patterns);
+    free((void *)job->patterns);
+    free((void *)job->in_lists);
+    free(job->in_degrees);
+    nbr_algorithm_params_free(&job->defaults);
+    memset(job, 0, sizeof(*job));
+}

@@ -1,0 +1,219 @@
+// The algorithm registry: every row describes itself consistently, and the
+// generic parts (fallback plan, patterns, parameters, cost, whole jobs)
+// behave the same for every algorithm.
+#include "plan_fixture.h"
+
+extern "C" {
+#include "alg/combining.h"
+#include "alg/cost_model.h"
+#include "alg/leader/leader_pattern.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+namespace {
+
+struct Graph {
+    nbr_graph_t g{};
+    ~Graph() { nbr_graph_free(&g); }
+};
+
+// Sets an environment variable for one scope.
+struct Env {
+    std::string name;
+    Env(const char *n, const char *value) : name(n) { setenv(n, value, 1); }
+    ~Env() { unsetenv(name.c_str()); }
+};
+
+std::vector<const nbr_algorithm_t *> rows()
+{
+    std::vector<const nbr_algorithm_t *> all;
+    for (int i = 0; i < nbr_algorithm_count(); i++)
+        all.push_back(nbr_algorithm_at(i));
+    return all;
+}
+
+TEST(Registry, EveryRowDescribesItself)
+{
+    std::set<std::string> names;
+    ASSERT_GE(nbr_algorithm_count(), 4);
+    EXPECT_EQ(nbr_algorithm_at(-1), nullptr);
+    EXPECT_EQ(nbr_algorithm_at(nbr_algorithm_count()), nullptr);
+    EXPECT_STREQ(nbr_default_algorithm()->name, "naive");
+    for (const nbr_algorithm_t *a : rows()) {
+        SCOPED_TRACE(a->name);
+        EXPECT_TRUE(names.insert(a->name).second) << "names are unique";
+        EXPECT_EQ(nbr_algorithm_find(a->name), a);
+        EXPECT_EQ(nbr_algorithm_at(nbr_algorithm_index(a)), a);
+        EXPECT_GT(std::strlen(a->description), 20u);
+        EXPECT_STREQ(nbr_algorithm_description(a->name), a->description);
+        EXPECT_NE(a->build, nullptr);
+        EXPECT_TRUE(a->collectives & NBR_COLL_BIT(NBR_COLL_ALLGATHER)) << "every one gathers";
+        EXPECT_EQ(a->params_size > 0, a->load_params != nullptr);
+        EXPECT_EQ(a->build_pattern != nullptr, a->free_pattern != nullptr);
+        EXPECT_EQ(a->whole_job_build != nullptr, a->free_in_place != nullptr);
+        EXPECT_EQ(a->whole_job_build != nullptr, a->pattern_size > 0);
+        EXPECT_FALSE(a->whole_job_build && a->build_pattern) << "one kind of pattern";
+        if (a->whole_job_build) {
+            EXPECT_TRUE(a->needs & NBR_NEEDS_WHOLE_GRAPH) << "whole-job patterns read the graph";
+        }
+        if (a->size_plan) {
+            EXPECT_TRUE(a->collectives & NBR_COLL_BIT(NBR_COLL_ALLGATHERV));
+        }
+    }
+    EXPECT_EQ(std::string(nbr_algorithm_names()), "naive,leader,halving,combining");
+    const nbr_algorithm_t *found = nullptr;
+    EXPECT_EQ(nbr_algorithm_lookup("test", "no-such", &found), NBR_ERR_ALGORITHM);
+    EXPECT_EQ(found, nullptr);
+}
+
+// A collective an algorithm does not plan gets naive's plan, op for op.
+TEST(Registry, CollectivesNotPlannedFallBackToNaive)
+{
+    Graph G;
+    ASSERT_EQ(nbr_graph_erdos_renyi(24, 0.3, 7, &G.g), NBR_SUCCESS);
+    Machine m(nullptr, 24, 4);
+    for (nbr_collective_t coll : {NBR_COLL_ALLGATHERV, NBR_COLL_ALLTOALLV}) {
+        LayoutParams p;
+        p.coll = coll;
+        p.block = 40;
+        WholeJob naive(&G.g, p, &m.loc);
+        ASSERT_EQ(naive.build(nbr_algorithm_find("naive")), NBR_SUCCESS);
+        for (const nbr_algorithm_t *a : rows()) {
+            if (a->collectives & NBR_COLL_BIT(coll))
+                continue;
+            SCOPED_TRACE(std::string(a->name) + " " + nbr_collective_name(coll));
+            WholeJob job(&G.g, p, &m.loc);
+            ASSERT_EQ(job.build(a), NBR_SUCCESS) << job.message();
+            ASSERT_EQ(job.verify(), NBR_SUCCESS) << job.message();
+            for (int r = 0; r < 24; r++) {
+                ASSERT_EQ(job.plans[r].num_ops, naive.plans[r].num_ops);
+                ASSERT_EQ(job.plans[r].num_phases, naive.plans[r].num_phases);
+                for (int i = 0; i < job.plans[r].num_ops; i++) {
+                    EXPECT_EQ(job.plans[r].ops[i].kind, naive.plans[r].ops[i].kind);
+                    EXPECT_EQ(job.plans[r].ops[i].peer, naive.plans[r].ops[i].peer);
+                    EXPECT_EQ(job.plans[r].ops[i].bytes, naive.plans[r].ops[i].bytes);
+                }
+            }
+        }
+    }
+}
+
+// Each row reads its own keys: defaults, the environment, bad values.
+TEST(Registry, ParametersAreEachAlgorithmsOwn)
+{
+    const nbr_algorithm_t *leader = nbr_algorithm_find("leader");
+    const nbr_algorithm_t *combining = nbr_algorithm_find("combining");
+    nbr_algorithm_params_t params{};
+    ASSERT_EQ(nbr_algorithm_params_load(MPI_INFO_NULL, &params), NBR_SUCCESS);
+    auto *lp = static_cast<const nbr_leader_params_t *>(nbr_algorithm_params_of(&params, leader));
+    auto *cp =
+        static_cast<const nbr_combining_params_t *>(nbr_algorithm_params_of(&params, combining));
+    ASSERT_NE(lp, nullptr);
+    ASSERT_NE(cp, nullptr);
+    EXPECT_EQ(lp->min_bytes, 256u * 1024);
+    EXPECT_EQ(cp->theta, 2);
+    EXPECT_EQ(nbr_algorithm_params_of(&params, nbr_algorithm_find("naive")), nullptr);
+    nbr_algorithm_params_free(&params);
+    {
+        Env a("NBR_LEADER_MIN_BYTES", "4096"), b("NBR_COMBINING_THETA", "5");
+        ASSERT_EQ(nbr_algorithm_params_load(MPI_INFO_NULL, &params), NBR_SUCCESS);
+        lp = static_cast<const nbr_leader_params_t *>(nbr_algorithm_params_of(&params, leader));
+        cp = static_cast<const nbr_combining_params_t *>(
+            nbr_algorithm_params_of(&params, combining));
+        EXPECT_EQ(lp->min_bytes, 4096u);
+        EXPECT_EQ(cp->theta, 5);
+        nbr_algorithm_params_free(&params);
+    }
+    for (const char *bad : {"0", "-3", "two", "7x"}) {
+        Env e("NBR_COMBINING_THETA", bad);
+        EXPECT_EQ(nbr_algorithm_params_load(MPI_INFO_NULL, &params), NBR_ERR_INFO) << bad;
+        EXPECT_EQ(params.of, nullptr) << "nothing left to free after a failure";
+    }
+}
+
+// Naive and halving price a call with the paper's Hockney model; the others
+// say they do not know yet; a collective an algorithm does not plan is
+// priced as the naive plan it gets.
+TEST(Registry, CostHooks)
+{
+    Graph G;
+    const int n = 64;
+    ASSERT_EQ(nbr_graph_erdos_renyi(n, 0.25, 3, &G.g), NBR_SUCCESS);
+    Machine m(nullptr, n, 16);
+    nbr_layout_t layout{};
+    ASSERT_EQ(nbr_layout_init(&layout, NBR_COLL_ALLGATHER, 1, nbr_graph_indegree(&G.g, 5)),
+              NBR_SUCCESS);
+    layout.send[0] = {0, 1024};
+    nbr_plan_input_t input = input_for(&G.g, &m.loc, 5);
+    input.layout = &layout;
+    nbr_cost_query_t query{&input, 2e-6, 1e9};
+
+    nbr_cost_params_t p{};
+    ASSERT_EQ(nbr_cost_params_of(&query, &p), NBR_SUCCESS);
+    EXPECT_EQ(p.n, n);
+    EXPECT_EQ(p.L, 16); // one socket per virtual node of 16
+    EXPECT_EQ(p.S, 1);
+    EXPECT_DOUBLE_EQ(p.delta, nbr_graph_outdegree(&G.g, 5) / double(n - 1));
+    EXPECT_EQ(p.m, 1024);
+
+    double msgs = 0, naive_model = 0;
+    nbr_cost_estimate_t halving_model{};
+    ASSERT_EQ(nbr_cost_naive(&p, &msgs, &naive_model), NBR_SUCCESS);
+    ASSERT_EQ(nbr_cost_halving(&p, &halving_model), NBR_SUCCESS);
+    EXPECT_DOUBLE_EQ(nbr_algorithm_cost(nbr_algorithm_find("naive"), &query), naive_model);
+    EXPECT_DOUBLE_EQ(nbr_algorithm_cost(nbr_algorithm_find("halving"), &query),
+                     halving_model.t_total);
+    EXPECT_EQ(nbr_algorithm_cost(nbr_algorithm_find("leader"), &query), NBR_COST_UNKNOWN);
+    EXPECT_EQ(nbr_algorithm_cost(nbr_algorithm_find("combining"), &query), NBR_COST_UNKNOWN);
+
+    layout.coll = NBR_COLL_ALLTOALLV; // one slot, as if the rank sent one block
+    EXPECT_DOUBLE_EQ(nbr_algorithm_cost(nbr_algorithm_find("halving"), &query), naive_model);
+    EXPECT_DOUBLE_EQ(nbr_algorithm_cost(nbr_algorithm_find("combining"), &query), naive_model);
+    query.beta = 0; // out of the model's range
+    EXPECT_EQ(nbr_algorithm_cost(nbr_algorithm_find("naive"), &query), NBR_COST_UNKNOWN);
+    nbr_layout_free(&layout);
+}
+
+// A whole job in one process: the set-up facts each algorithm needs and
+// patterns built for every rank, then plans that verify. Also the pattern
+// a rank builds alone equals the one the whole job gave it.
+TEST(Registry, WholeJobsForEveryAlgorithm)
+{
+    Graph G;
+    const int n = 48;
+    ASSERT_EQ(nbr_graph_erdos_renyi(n, 0.3, 11, &G.g), NBR_SUCCESS);
+    Machine m("frontier-mi250x.topo", n, 8);
+    const nbr_leader_params_t every_block{0};
+    for (const nbr_algorithm_t *a : rows()) {
+        SCOPED_TRACE(a->name);
+        nbr_job_t job;
+        const void *params = std::string(a->name) == "leader" ? &every_block : nullptr;
+        ASSERT_EQ(nbr_job_init(&job, &G.g, &m.loc, a, params), NBR_SUCCESS);
+        ASSERT_EQ(nbr_job_build_patterns(&job), NBR_SUCCESS);
+        LayoutParams lp;
+        lp.block = 64;
+        WholeJob w(&G.g, lp, &m.loc);
+        w.params = job.params;
+        for (int r = 0; r < n; r++) {
+            EXPECT_EQ(job.patterns[r] != nullptr, a->build_pattern || a->whole_job_build);
+            w.patterns.push_back(job.patterns[r]);
+        }
+        ASSERT_EQ(w.build(a), NBR_SUCCESS) << w.message();
+        ASSERT_EQ(w.verify(), NBR_SUCCESS) << w.message();
+        // the same plans when each rank makes its own pattern
+        WholeJob alone(&G.g, lp, &m.loc);
+        alone.params = job.params;
+        ASSERT_EQ(alone.build(a), NBR_SUCCESS) << alone.message();
+        for (int r = 0; r < n; r++)
+            ASSERT_EQ(alone.plans[r].num_ops, w.plans[r].num_ops) << "rank " << r;
+        nbr_job_free(&job);
+    }
+}
+
+} // namespace
