@@ -33,11 +33,8 @@ static int add_pair(nbr_combining_pattern_t *pat, int friend_rank, const int *on
     x->friend_rank = friend_rank;
     x->num_on = num_on;
     x->friend_serves = friend_serves;
-    x->on = malloc(((size_t)num_on + 1) * sizeof(int));
-    if (!x->on)
-        return NBR_ERR_NOMEM;
-    memcpy(x->on, on, (size_t)num_on * sizeof(int));
-    return NBR_SUCCESS;
+    x->on = nbr_ints_dup(on, num_on);
+    return x->on ? NBR_SUCCESS : NBR_ERR_NOMEM;
 }
 
 static int add_in(nbr_combining_pattern_t *pat, int sender, int a, int b)
@@ -136,12 +133,10 @@ int nbr_combining_build(int n, const int *out_offsets, const int *out_targets, i
             for (word_t bits = ap[w]; bits; bits &= bits - 1)
                 common[k++] = w * WORD_BITS + __builtin_ctzll(bits);
         if (!want || want[p]) {
-            patterns[p].direct = malloc(((size_t)k + 1) * sizeof(int));
-            if (!patterns[p].direct) {
+            if (!(patterns[p].direct = nbr_ints_dup(common, k))) {
                 rc = NBR_ERR_NOMEM;
                 goto out;
             }
-            memcpy(patterns[p].direct, common, (size_t)k * sizeof(int));
             patterns[p].num_direct = k;
         }
         for (int j = 0; j < k; j++)

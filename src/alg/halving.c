@@ -63,10 +63,9 @@ static int initial_holding(sim_t *s, int r)
     int first = s->out_offsets[r], n = s->out_offsets[r + 1] - first;
     if (n == 0)
         return NBR_SUCCESS;
-    int *t = malloc((size_t)n * sizeof(int));
+    int *t = nbr_ints_dup(s->out_targets + first, n);
     if (!t)
         return NBR_ERR_NOMEM;
-    memcpy(t, s->out_targets + first, (size_t)n * sizeof(int));
     qsort(t, (size_t)n, sizeof(int), cmp_int);
     int m = 0;
     for (int i = 0; i < n; i++)
@@ -273,11 +272,8 @@ static int add_msg(nbr_halving_msg_t **list, int *num, int peer, const int *bloc
     nbr_halving_msg_t *m = &(*list)[(*num)++];
     m->peer = peer;
     m->num_blocks = n;
-    m->blocks = malloc(((size_t)n + 1) * sizeof(int));
-    if (!m->blocks)
-        return NBR_ERR_NOMEM;
-    memcpy(m->blocks, blocks, (size_t)n * sizeof(int));
-    return NBR_SUCCESS;
+    m->blocks = nbr_ints_dup(blocks, n);
+    return m->blocks ? NBR_SUCCESS : NBR_ERR_NOMEM;
 }
 
 /* ------------------------------------------------------------ one step */

@@ -1,16 +1,15 @@
 #include "alg/node_lists.h"
 
+#include "base/grow.h"
+
 #include <nbrcoll.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int keep(nbr_node_lists_t *c, int rank, const int *list, int degree)
 {
-    c->lists[rank] = malloc(((size_t)degree + 1) * sizeof(int));
-    if (!c->lists[rank])
+    if (!(c->lists[rank] = nbr_ints_dup(list, degree)))
         return NBR_ERR_NOMEM;
-    if (degree > 0)
-        memcpy(c->lists[rank], list, (size_t)degree * sizeof(int));
     c->degrees[rank] = degree;
     return NBR_SUCCESS;
 }

@@ -4,6 +4,7 @@
 
 #include <nbrcoll.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Makes *array hold at least `needed` elements of `size` bytes, doubling
  * (from at least `minimum`) so that appending stays amortised O(1).
@@ -33,6 +34,16 @@ static inline int nbr_grow_exact(void **array, int count, size_t size)
         return NBR_ERR_NOMEM;
     *array = grown;
     return NBR_SUCCESS;
+}
+
+/* A copy of n ints in an allocation of its own (never NULL for n = 0);
+ * NULL when out of memory. */
+static inline int *nbr_ints_dup(const int *src, int n)
+{
+    int *copy = malloc(((size_t)n + 1) * sizeof(int));
+    if (copy && n > 0)
+        memcpy(copy, src, (size_t)n * sizeof(int));
+    return copy;
 }
 
 #endif
