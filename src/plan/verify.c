@@ -1,5 +1,7 @@
 #include "plan/verify.h"
 
+#include "plan/match.h"
+
 #include <nbrcoll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,12 +16,6 @@ static label_t make_label(int rank, size_t offset)
     return ((label_t)(rank + 1) << 40) | (label_t)offset;
 }
 
-/* One send or receive, seen from the channel it travels on. */
-typedef struct endpoint {
-    int src, dst, tag;
-    int op; /* global op index */
-} endpoint_t;
-
 typedef struct verifier {
     const nbr_graph_t *graph;
     const nbr_layout_t *layouts;
@@ -30,11 +26,8 @@ typedef struct verifier {
     size_t *buffer_size[NBR_NUM_BUFFERS]; /* per rank */
     label_t **memory[NBR_NUM_BUFFERS];    /* per rank */
     unsigned char **recv_writes;          /* per rank: writes per recv byte */
-    int *op_base;                         /* rank -> first global op index */
-    int *op_owner, *op_phase;             /* global op -> rank, phase */
-    int *partner;                         /* global op -> matching op */
+    nbr_job_ops_t ops;                    /* every op numbered, sends paired */
     label_t **snapshot;                   /* global send op -> data in flight */
-    int total_ops;
 } verifier_t;
 
 static int fail(verifier_t *v, const char *fmt, ...)
@@ -49,8 +42,7 @@ static int fail(verifier_t *v, const char *fmt, ...)
 
 static const nbr_op_t *global_op(const verifier_t *v, int g)
 {
-    int r = v->op_owner[g];
-    return &v->plans[r].ops[g - v->op_base[r]];
+    return nbr_job_op(&v->ops, g);
 }
 
 /* ----------------------------------------------------------- set-up */
@@ -65,8 +57,7 @@ static int allocate(verifier_t *v)
             return NBR_ERR_NOMEM;
     }
     v->recv_writes = calloc((size_t)n, sizeof(unsigned char *));
-    v->op_base = calloc((size_t)n + 1, sizeof(int));
-    if (!v->recv_writes || !v->op_base)
+    if (!v->recv_writes)
         return NBR_ERR_NOMEM;
     for (int r = 0; r < n; r++) {
         v->buffer_size[NBR_BUF_SEND][r] = nbr_layout_send_extent(&v->layouts[r]);
@@ -86,26 +77,12 @@ static int allocate(verifier_t *v)
             for (size_t k = 0; k < layout->send[s].bytes; k++)
                 v->memory[NBR_BUF_SEND][r][layout->send[s].offset + k] =
                     make_label(r, layout->send[s].offset + k);
-        v->op_base[r + 1] = v->op_base[r] + v->plans[r].num_ops;
     }
-    v->total_ops = v->op_base[n];
-    size_t ops = (size_t)v->total_ops + 1;
-    v->op_owner = malloc(ops * sizeof(int));
-    v->op_phase = malloc(ops * sizeof(int));
-    v->partner = malloc(ops * sizeof(int));
-    v->snapshot = calloc(ops, sizeof(label_t *));
-    if (!v->op_owner || !v->op_phase || !v->partner || !v->snapshot)
-        return NBR_ERR_NOMEM;
-    for (int r = 0; r < n; r++) {
-        const nbr_plan_t *plan = &v->plans[r];
-        for (int p = 0; p < plan->num_phases; p++)
-            for (int i = 0; i < plan->phases[p].num_ops; i++) {
-                int g = v->op_base[r] + plan->phases[p].first_op + i;
-                v->op_owner[g] = r;
-                v->op_phase[g] = p;
-            }
-    }
-    return NBR_SUCCESS;
+    int rc = nbr_job_ops_index(&v->ops, v->plans, n);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    v->snapshot = calloc((size_t)v->ops.total + 1, sizeof(label_t *));
+    return v->snapshot ? NBR_SUCCESS : NBR_ERR_NOMEM;
 }
 
 static void release(verifier_t *v)
@@ -118,13 +95,10 @@ static void release(verifier_t *v)
     }
     for (int r = 0; v->recv_writes && r < v->nranks; r++)
         free(v->recv_writes[r]);
-    for (int g = 0; v->snapshot && g < v->total_ops; g++)
+    for (int g = 0; v->snapshot && g < v->ops.total; g++)
         free(v->snapshot[g]);
     free(v->recv_writes);
-    free(v->op_base);
-    free(v->op_owner);
-    free(v->op_phase);
-    free(v->partner);
+    nbr_job_ops_free(&v->ops);
     free(v->snapshot);
 }
 
@@ -223,79 +197,6 @@ static int check_phase_conflicts(verifier_t *v)
     return rc;
 }
 
-static int compare_endpoint(const void *a, const void *b)
-{
-    const endpoint_t *x = a, *y = b;
-    if (x->src != y->src)
-        return x->src < y->src ? -1 : 1;
-    if (x->dst != y->dst)
-        return x->dst < y->dst ? -1 : 1;
-    if (x->tag != y->tag)
-        return x->tag < y->tag ? -1 : 1;
-    return x->op < y->op ? -1 : (x->op > y->op);
-}
-
-static int same_channel(const endpoint_t *a, const endpoint_t *b)
-{
-    return a->src == b->src && a->dst == b->dst && a->tag == b->tag;
-}
-
-/* MPI non-overtaking: on one (source, destination, tag) channel the i-th
- * send posted matches the i-th receive posted. */
-static int match_messages(verifier_t *v)
-{
-    int rc = NBR_SUCCESS;
-    size_t cap = (size_t)v->total_ops + 1;
-    endpoint_t *sends = malloc(cap * sizeof(endpoint_t));
-    endpoint_t *recvs = malloc(cap * sizeof(endpoint_t));
-    if (!sends || !recvs) {
-        rc = NBR_ERR_NOMEM;
-        goto out;
-    }
-    int ns = 0, nr = 0;
-    for (int g = 0; g < v->total_ops; g++) {
-        const nbr_op_t *op = global_op(v, g);
-        int r = v->op_owner[g];
-        v->partner[g] = -1;
-        if (op->kind == NBR_OP_SEND)
-            sends[ns++] = (endpoint_t){r, op->peer, op->tag, g};
-        else if (op->kind == NBR_OP_RECV)
-            recvs[nr++] = (endpoint_t){op->peer, r, op->tag, g};
-    }
-    qsort(sends, (size_t)ns, sizeof(endpoint_t), compare_endpoint);
-    qsort(recvs, (size_t)nr, sizeof(endpoint_t), compare_endpoint);
-    int i = 0, j = 0;
-    while (i < ns || j < nr) {
-        int order = i == ns ? 1 : j == nr ? -1 : compare_endpoint(&sends[i], &recvs[j]);
-        if (i < ns && j < nr && same_channel(&sends[i], &recvs[j]))
-            order = 0;
-        if (order < 0) {
-            rc = fail(v, "send from rank %d to rank %d (tag %d) has no matching receive: "
-                         "it would hang", sends[i].src, sends[i].dst, sends[i].tag);
-            goto out;
-        }
-        if (order > 0) {
-            rc = fail(v, "receive on rank %d from rank %d (tag %d) has no matching send: "
-                         "it would hang", recvs[j].dst, recvs[j].src, recvs[j].tag);
-            goto out;
-        }
-        const nbr_op_t *send = global_op(v, sends[i].op), *recv = global_op(v, recvs[j].op);
-        if (send->bytes != recv->bytes) {
-            rc = fail(v, "rank %d sends %zu bytes to rank %d (tag %d) which receives %zu",
-                      sends[i].src, send->bytes, sends[i].dst, sends[i].tag, recv->bytes);
-            goto out;
-        }
-        v->partner[sends[i].op] = recvs[j].op;
-        v->partner[recvs[j].op] = sends[i].op;
-        i++;
-        j++;
-    }
-out:
-    free(sends);
-    free(recvs);
-    return rc;
-}
-
 /* ------------------------------------------------------- simulation */
 
 /* Labels of (buf, offset, bytes) on rank r; unwritten bytes fail. */
@@ -329,7 +230,7 @@ static int start_phase(verifier_t *v, int r, int p)
     const nbr_phase_t *phase = &plan->phases[p];
     int rc = NBR_SUCCESS;
     for (int i = 0; i < phase->num_ops && rc == NBR_SUCCESS; i++) {
-        int index = phase->first_op + i, g = v->op_base[r] + index;
+        int index = phase->first_op + i, g = v->ops.base[r] + index;
         const nbr_op_t *op = &plan->ops[index];
         if (op->kind == NBR_OP_RECV)
             continue;
@@ -363,11 +264,11 @@ static int phase_can_finish(verifier_t *v, const int *phase_now, const int *star
     const nbr_plan_t *plan = &v->plans[r];
     const nbr_phase_t *phase = &plan->phases[phase_now[r]];
     for (int i = 0; i < phase->num_ops; i++) {
-        int g = v->op_base[r] + phase->first_op + i;
+        int g = v->ops.base[r] + phase->first_op + i;
         if (global_op(v, g)->kind == NBR_OP_COPY)
             continue;
-        int other = v->partner[g];
-        if (!reached(phase_now, started, v->op_owner[other], v->op_phase[other])) {
+        int other = v->ops.partner[g];
+        if (!reached(phase_now, started, v->ops.owner[other], v->ops.phase[other])) {
             *blocker = g;
             return 0;
         }
@@ -380,11 +281,11 @@ static void finish_phase(verifier_t *v, int r, int p)
     const nbr_plan_t *plan = &v->plans[r];
     const nbr_phase_t *phase = &plan->phases[p];
     for (int i = 0; i < phase->num_ops; i++) {
-        int g = v->op_base[r] + phase->first_op + i;
+        int g = v->ops.base[r] + phase->first_op + i;
         const nbr_op_t *op = global_op(v, g);
         if (op->kind != NBR_OP_RECV)
             continue;
-        int send = v->partner[g];
+        int send = v->ops.partner[g];
         write_labels(v, r, op->buf, op->offset, op->bytes, v->snapshot[send]);
         free(v->snapshot[send]);
         v->snapshot[send] = NULL;
@@ -424,12 +325,12 @@ static int simulate(verifier_t *v)
         int blocker = -1;
         phase_can_finish(v, phase_now, started, r, &blocker);
         const nbr_op_t *op = global_op(v, blocker);
-        int other = v->partner[blocker];
+        int other = v->ops.partner[blocker];
         rc = fail(v, "hang: rank %d waits in phase %d on its %s %s rank %d (tag %d), "
                      "which rank %d posts in its phase %d but is stuck in phase %d",
                   r, phase_now[r], op->kind == NBR_OP_SEND ? "send" : "receive",
                   op->kind == NBR_OP_SEND ? "to" : "from", op->peer, op->tag,
-                  v->op_owner[other], v->op_phase[other], phase_now[v->op_owner[other]]);
+                  v->ops.owner[other], v->ops.phase[other], phase_now[v->ops.owner[other]]);
         goto out;
     }
 out:
@@ -559,7 +460,7 @@ int nbr_verify_plans(const nbr_graph_t *graph, const nbr_layout_t *layouts,
     if (rc == NBR_SUCCESS)
         rc = check_phase_conflicts(&v);
     if (rc == NBR_SUCCESS)
-        rc = match_messages(&v);
+        rc = nbr_job_ops_pair(&v.ops, v.message, v.message_size);
     if (rc == NBR_SUCCESS)
         rc = simulate(&v);
     if (rc == NBR_SUCCESS)
