@@ -74,46 +74,6 @@ static int parse(int argc, char **argv, options_t *o)
     return o->ranks > 0 && o->repeat > 0 ? 0 : -1;
 }
 
-/* Block sizes of the v-forms: vary per edge, same rule on both ends. */
-static size_t vblock(const options_t *o, int src, int dst, int k)
-{
-    uint64_t state = o->seed ^ ((uint64_t)src << 40) ^ ((uint64_t)(dst + 1) << 20) ^ (uint64_t)k;
-    return nbr_splitmix64(&state) % (o->block + 1);
-}
-
-static int make_layout(const options_t *o, const nbr_graph_t *g, int r, int *seen,
-                       nbr_layout_t *layout)
-{
-    int outdeg = nbr_graph_outdegree(g, r), indeg = nbr_graph_indegree(g, r);
-    int rc = nbr_layout_init(layout, o->coll, o->coll == NBR_COLL_ALLTOALLV ? outdeg : 1, indeg);
-    if (rc != NBR_SUCCESS)
-        return rc;
-    size_t offset = 0;
-    if (o->coll == NBR_COLL_ALLTOALLV) {
-        for (int j = 0; j < outdeg; j++) {
-            int d = nbr_graph_out(g, r)[j];
-            layout->send[j] = (nbr_slot_t){offset, vblock(o, r, d, seen[d]++)};
-            offset += layout->send[j].bytes;
-        }
-        for (int j = 0; j < outdeg; j++)
-            seen[nbr_graph_out(g, r)[j]] = 0;
-    } else {
-        layout->send[0] = (nbr_slot_t){0, o->coll == NBR_COLL_ALLGATHER ? o->block : vblock(o, r, -1, 0)};
-    }
-    offset = 0;
-    for (int i = 0; i < indeg; i++) {
-        int s = nbr_graph_in(g, r)[i];
-        size_t bytes = o->coll == NBR_COLL_ALLGATHER ? o->block
-                       : o->coll == NBR_COLL_ALLGATHERV ? vblock(o, s, -1, 0)
-                                                        : vblock(o, s, r, seen[s]++);
-        layout->recv[i] = (nbr_slot_t){offset, bytes};
-        offset += bytes;
-    }
-    for (int i = 0; i < indeg; i++)
-        seen[nbr_graph_in(g, r)[i]] = 0;
-    return NBR_SUCCESS;
-}
-
 int main(int argc, char **argv)
 {
     options_t o;
@@ -141,12 +101,8 @@ int main(int argc, char **argv)
     double t_graph = now_seconds() - t0;
     nbr_layout_t *layouts = calloc((size_t)o.ranks, sizeof(nbr_layout_t));
     nbr_plan_t *plans = calloc((size_t)o.ranks, sizeof(nbr_plan_t));
-    int *seen = calloc((size_t)o.ranks, sizeof(int));
-    if (!layouts || !plans || !seen)
+    if (!layouts || !plans || nbr_job_layouts(&graph, o.coll, o.block, layouts) != NBR_SUCCESS)
         return 1;
-    for (int r = 0; r < o.ranks; r++)
-        if (make_layout(&o, &graph, r, seen, &layouts[r]) != NBR_SUCCESS)
-            return 1;
     /* patterns built the way a job builds them, for all ranks in one go
      * where the algorithm computes the whole job's (an MPI rank keeps only
      * its own) */
@@ -194,7 +150,6 @@ int main(int argc, char **argv)
     }
     free(plans);
     free(layouts);
-    free(seen);
     nbr_job_free(&job);
     nbr_locality_free(&locality);
     nbr_graph_free(&graph);

@@ -13,28 +13,15 @@
 
 /* ====================================================== message sizes */
 
-/* Size `bytes` varied by up to +-25% in eighths, chosen by a hash of key:
- * uneven enough to exercise the v-variants, averaging close to bytes. */
-static int varied_size(uint64_t bytes, uint64_t key)
-{
-    uint64_t state = key;
-    int step = (int)(nbr_splitmix64(&state) % 9) - 4; /* -4 .. 4 */
-    int64_t quarter = (int64_t)(bytes / 4);
-    return (int)((int64_t)bytes + quarter * step / 4);
-}
-
-/* allgatherv: every rank contributes one block of its own size. */
+/* The sizes nbr_sim predicts for (base/graph_gen.h); ints for MPI. */
 static int block_size(uint64_t bytes, int rank)
 {
-    return varied_size(bytes, UINT64_C(0xB10C) ^ ((uint64_t)rank << 20));
+    return (int)nbr_block_bytes(bytes, rank);
 }
 
-/* alltoallv: every edge (src -> dst, k-th repetition) has its own size. */
 static int edge_size(uint64_t bytes, int src, int dst, int occ)
 {
-    uint64_t key = ((uint64_t)(uint32_t)src << 32) ^ (uint64_t)(uint32_t)dst ^
-                   ((uint64_t)occ << 48);
-    return varied_size(bytes, key);
+    return (int)nbr_edge_bytes(bytes, src, dst, occ);
 }
 
 /* Fills counts[i] = size_of(i) and prefix-sum displacements; the total is

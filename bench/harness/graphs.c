@@ -59,14 +59,17 @@ static int topo_lists(bh_topo_t *t)
     return NBR_SUCCESS;
 }
 
+int bh_graph_generate(const bh_graph_spec_t *spec, int nranks, nbr_graph_t *graph)
+{
+    return spec->pattern == BH_PATTERN_RSG
+               ? nbr_graph_erdos_renyi(nranks, spec->density, spec->seed, graph)
+               : nbr_graph_moore(nranks, spec->dims, spec->radius, graph);
+}
+
 int bh_topo_build(const bh_graph_spec_t *spec, bh_topo_t *t)
 {
     topo_begin(t);
-    int rc = spec->pattern == BH_PATTERN_RSG
-                 ? nbr_graph_erdos_renyi(t->nranks, spec->density,
-                                         spec->seed, &t->graph)
-                 : nbr_graph_moore(t->nranks, spec->dims, spec->radius,
-                                   &t->graph);
+    int rc = bh_graph_generate(spec, t->nranks, &t->graph);
     if (rc != NBR_SUCCESS)
         return rc;
     return topo_lists(t);

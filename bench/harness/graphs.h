@@ -49,6 +49,9 @@ typedef struct bh_topo {
 /* "rsg(d=0.30,s=1)" or "moore(d=2,r=1)": the pattern field of every row. */
 void bh_pattern_label(const bh_graph_spec_t *spec, char *buf, size_t n);
 
+/* The whole graph of spec over nranks ranks (no MPI). */
+int bh_graph_generate(const bh_graph_spec_t *spec, int nranks, nbr_graph_t *graph);
+
 /* Every rank generates the same whole graph of spec over MPI_COMM_WORLD
  * and takes its own view of it. 0 or an nbr_status_t; bh_topo_free is safe
  * after a failure too. The node map is not known until

@@ -217,6 +217,38 @@ void bh_print_usage(FILE *f)
         nbr_algorithm_names());
 }
 
+int bh_graph_option(const char *name, const char *val, bh_graph_spec_t *spec)
+{
+    long l = 0;
+    int bad = 0;
+    if (strcmp(name, "pattern") == 0) {
+        if (strcmp(val, "rsg") == 0)
+            spec->pattern = BH_PATTERN_RSG;
+        else if (strcmp(val, "moore") == 0)
+            spec->pattern = BH_PATTERN_MOORE;
+        else
+            bad = 1;
+    } else if (strcmp(name, "density") == 0) {
+        char *end;
+        spec->density = strtod(val, &end);
+        bad = end == val || *end != '\0' || !(spec->density >= 0.0) ||
+              spec->density > 1.0;
+    } else if (strcmp(name, "seed") == 0) {
+        char *end;
+        spec->seed = strtoull(val, &end, 10);
+        bad = end == val || *end != '\0' || val[0] == '-';
+    } else if (strcmp(name, "dims") == 0) {
+        bad = bh_parse_long(val, 1, 8, &l);
+        spec->dims = (int)l;
+    } else if (strcmp(name, "radius") == 0) {
+        bad = bh_parse_long(val, 1, 64, &l);
+        spec->radius = (int)l;
+    } else {
+        return 1;
+    }
+    return bad ? -1 : 0;
+}
+
 /* nbr_bench's bh_option_fn; ctx is its bh_options_t. */
 static int apply_option(const char *name, const char *val, void *ctx,
                         char *err, size_t errlen)
@@ -224,28 +256,9 @@ static int apply_option(const char *name, const char *val, void *ctx,
     bh_options_t *o = ctx;
     long l = 0;
     int bad = 0;
-    if (strcmp(name, "pattern") == 0) {
-        if (strcmp(val, "rsg") == 0)
-            o->graph.pattern = BH_PATTERN_RSG;
-        else if (strcmp(val, "moore") == 0)
-            o->graph.pattern = BH_PATTERN_MOORE;
-        else
-            bad = 1;
-    } else if (strcmp(name, "density") == 0) {
-        char *end;
-        o->graph.density = strtod(val, &end);
-        bad = end == val || *end != '\0' || !(o->graph.density >= 0.0) ||
-              o->graph.density > 1.0;
-    } else if (strcmp(name, "seed") == 0) {
-        char *end;
-        o->graph.seed = strtoull(val, &end, 10);
-        bad = end == val || *end != '\0' || val[0] == '-';
-    } else if (strcmp(name, "dims") == 0) {
-        bad = bh_parse_long(val, 1, 8, &l);
-        o->graph.dims = (int)l;
-    } else if (strcmp(name, "radius") == 0) {
-        bad = bh_parse_long(val, 1, 64, &l);
-        o->graph.radius = (int)l;
+    int graph = bh_graph_option(name, val, &o->graph);
+    if (graph <= 0) {
+        bad = graph < 0;
     } else if (strcmp(name, "collective") == 0) {
         bad = bh_coll_from_name(val, &o->coll);
     } else if (strcmp(name, "memory") == 0) {

@@ -33,6 +33,10 @@ int bh_parse_bytes(const char *s, uint64_t *out);
 
 int bh_is_power_of_two(uint64_t v);
 
+/* The graph options every program shares: --pattern, --density, --seed,
+ * --dims, --radius into spec. 0 applied, -1 a bad value, 1 not one of them. */
+int bh_graph_option(const char *name, const char *val, bh_graph_spec_t *spec);
+
 /* Splits a comma-separated --algorithms value into list and checks every
  * name now ('mpi', 'copy' or an nbrcoll algorithm of this build, none
  * twice), before any communicator exists, so a typo costs nothing. Blanks

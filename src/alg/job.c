@@ -102,3 +102,60 @@ void nbr_job_free(nbr_job_t *job)
     nbr_algorithm_params_free(&job->defaults);
     memset(job, 0, sizeof(*job));
 }
+
+/* The occurrence of each entry of a list among the equal ones before it
+ * (repeated edges: the k-th s -> d edge), with seen[] zero before and after. */
+static void occurrences(const int *list, int n, int *seen, int *k)
+{
+    for (int i = 0; i < n; i++)
+        k[i] = seen[list[i]]++;
+    for (int i = 0; i < n; i++)
+        seen[list[i]] = 0;
+}
+
+int nbr_job_layouts(const nbr_graph_t *g, nbr_collective_t coll, uint64_t bytes,
+                    nbr_layout_t *layouts)
+{
+    int n = g->nranks, rc = NBR_SUCCESS, most = 0;
+    for (int r = 0; r < n; r++) {
+        if (nbr_graph_outdegree(g, r) > most)
+            most = nbr_graph_outdegree(g, r);
+        if (nbr_graph_indegree(g, r) > most)
+            most = nbr_graph_indegree(g, r);
+    }
+    int *seen = calloc((size_t)n + 1, sizeof(int));
+    int *k = calloc((size_t)most + 1, sizeof(int));
+    if (!seen || !k)
+        rc = NBR_ERR_NOMEM;
+    for (int r = 0; r < n && rc == NBR_SUCCESS; r++) {
+        int outdeg = nbr_graph_outdegree(g, r), indeg = nbr_graph_indegree(g, r);
+        const int *out = nbr_graph_out(g, r), *in = nbr_graph_in(g, r);
+        nbr_layout_t *layout = &layouts[r];
+        rc = nbr_layout_reserve(layout, coll, coll == NBR_COLL_ALLTOALLV ? outdeg : 1, indeg);
+        if (rc != NBR_SUCCESS)
+            break;
+        size_t offset = 0;
+        if (coll == NBR_COLL_ALLTOALLV) {
+            occurrences(out, outdeg, seen, k);
+            for (int j = 0; j < outdeg; j++) {
+                layout->send[j] = (nbr_slot_t){offset, nbr_edge_bytes(bytes, r, out[j], k[j])};
+                offset += layout->send[j].bytes;
+            }
+        } else {
+            layout->send[0] = (nbr_slot_t){
+                0, coll == NBR_COLL_ALLGATHER ? bytes : nbr_block_bytes(bytes, r)};
+        }
+        occurrences(in, indeg, seen, k);
+        offset = 0;
+        for (int i = 0; i < indeg; i++) {
+            uint64_t size = coll == NBR_COLL_ALLGATHER    ? bytes
+                            : coll == NBR_COLL_ALLGATHERV ? nbr_block_bytes(bytes, in[i])
+                                                          : nbr_edge_bytes(bytes, in[i], r, k[i]);
+            layout->recv[i] = (nbr_slot_t){offset, size};
+            offset += size;
+        }
+    }
+    free(seen);
+    free(k);
+    return rc;
+}

@@ -42,6 +42,13 @@ nbr_plan_input_t nbr_job_input(const nbr_job_t *job, int rank, const nbr_layout_
 
 void nbr_job_free(nbr_job_t *job);
 
+/* Layouts of one synthetic call for every rank of graph (layouts[r],
+ * zeroed or reused): allgather blocks of `bytes`, allgatherv blocks and
+ * alltoallv messages of the benchmark's varied sizes (nbr_block_bytes,
+ * nbr_edge_bytes), slots back to back in MPI order. */
+int nbr_job_layouts(const nbr_graph_t *graph, nbr_collective_t coll, uint64_t bytes,
+                    nbr_layout_t *layouts);
+
 #ifdef __cplusplus
 }
 #endif

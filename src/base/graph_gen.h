@@ -81,6 +81,33 @@ static inline uint64_t nbr_splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+/* Message sizes of synthetic calls (nbr_bench, nbr_sim, nbr_plan_bench):
+ * `bytes` varied by up to +-25 % in eighths by a hash of key, uneven enough
+ * to exercise the v-forms and averaging close to bytes. The benchmark and
+ * the simulator use the same rule, so a prediction is of the very call the
+ * benchmark times. */
+static inline uint64_t nbr_varied_bytes(uint64_t bytes, uint64_t key)
+{
+    uint64_t state = key;
+    int step = (int)(nbr_splitmix64(&state) % 9) - 4; /* -4 .. 4 */
+    int64_t quarter = (int64_t)(bytes / 4);
+    return (uint64_t)((int64_t)bytes + quarter * step / 4);
+}
+
+/* allgatherv: every rank contributes one block of its own size. */
+static inline uint64_t nbr_block_bytes(uint64_t bytes, int rank)
+{
+    return nbr_varied_bytes(bytes, UINT64_C(0xB10C) ^ ((uint64_t)rank << 20));
+}
+
+/* alltoallv: every edge (src -> dst, its occ-th repetition) has its own size. */
+static inline uint64_t nbr_edge_bytes(uint64_t bytes, int src, int dst, int occ)
+{
+    uint64_t key = ((uint64_t)(uint32_t)src << 32) ^ (uint64_t)(uint32_t)dst ^
+                   ((uint64_t)occ << 48);
+    return nbr_varied_bytes(bytes, key);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,7 @@
 #include "topo/topology.h"
 
+#include "topo/text.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -225,115 +227,24 @@ int nbr_model_validate(const nbr_node_model_t *model, char *message, size_t size
 
 /* ------------------------------------------------------------ parsing */
 
-/* Parser state: the text is consumed line by line. */
-typedef struct parser {
-    const char *next; /* start of the next line */
-    int line;
-    char buffer[4096];
-    char *message;
-    size_t message_size;
-} parser_t;
-
-static int parse_error(parser_t *p, const char *fmt, ...)
-{
-    char what[512];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(what, sizeof what, fmt, args);
-    va_end(args);
-    return nbr_topo_explain(p->message, p->message_size, NBR_ERR_ARG, "line %d: %s", p->line, what);
-}
-
-/* The next line with content (comment stripped), or NULL at the end. */
-static char *next_line(parser_t *p)
-{
-    while (p->next && *p->next) {
-        const char *end = strchr(p->next, '\n');
-        size_t len = end ? (size_t)(end - p->next) : strlen(p->next);
-        if (len >= sizeof p->buffer)
-            len = sizeof p->buffer - 1;
-        memcpy(p->buffer, p->next, len);
-        p->buffer[len] = '\0';
-        p->next = end ? end + 1 : NULL;
-        p->line++;
-        char *hash = strchr(p->buffer, '#');
-        if (hash)
-            *hash = '\0';
-        char *start = p->buffer;
-        while (isspace((unsigned char)*start))
-            start++;
-        char *stop = start + strlen(start);
-        while (stop > start && isspace((unsigned char)stop[-1]))
-            *--stop = '\0';
-        if (*start)
-            return start;
-    }
-    return NULL;
-}
-
-static int parse_int(parser_t *p, const char *text, int min, int max, int *value)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end != '\0')
-        return parse_error(p, "'%s' is not an integer", text);
-    if (v < min || v > max)
-        return parse_error(p, "%ld outside %d..%d", v, min, max);
-    *value = (int)v;
-    return NBR_SUCCESS;
-}
-
-static int parse_double(parser_t *p, const char *text, double *value)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end != '\0')
-        return parse_error(p, "'%s' is not a number", text);
-    if (!(v >= 0))
-        return parse_error(p, "%s: negative", text);
-    *value = v;
-    return NBR_SUCCESS;
-}
-
-/* Splits a line into at most max whitespace-separated words, in place;
- * returns max + 1 when there are more. */
-static int split(char *line, char **words, int max)
-{
-    int n = 0;
-    char *at = line;
-    for (;;) {
-        while (*at == ' ' || *at == '\t')
-            *at++ = '\0';
-        if (!*at)
-            return n;
-        if (n == max)
-            return max + 1;
-        words[n++] = at;
-        while (*at && *at != ' ' && *at != '\t')
-            at++;
-    }
-}
-
 enum { MATRIX_HOPS, MATRIX_LINKS, MATRIX_WEIGHT, MATRIX_BANDWIDTH, MATRIX_TYPE, NUM_MATRICES };
 static const char *matrix_names[NUM_MATRICES] = {"hops", "links", "weight", "bandwidth",
                                                  "link_type"};
 
-static int parse_cell(parser_t *p, nbr_node_model_t *m, int matrix, int cell, const char *word)
+static int parse_cell(nbr_text_parser_t *p, nbr_node_model_t *m, int matrix, int cell, const char *word)
 {
     if (matrix == MATRIX_BANDWIDTH)
-        return parse_double(p, word, &m->bandwidth[cell]);
+        return nbr_text_double(p, word, &m->bandwidth[cell]);
     if (matrix == MATRIX_TYPE) {
         for (int t = 0; t < NBR_NUM_LINK_TYPES; t++)
             if (strcmp(word, link_type_names[t]) == 0) {
                 m->link_type[cell] = t;
                 return NBR_SUCCESS;
             }
-        return parse_error(p, "unknown link type '%s' (none self pcie xgmi nvlink)", word);
+        return nbr_text_error(p, "unknown link type '%s' (none self pcie xgmi nvlink)", word);
     }
     int *target = matrix == MATRIX_HOPS ? m->hops : matrix == MATRIX_LINKS ? m->links : m->weight;
-    return parse_int(p, word, 0, INT_MAX, &target[cell]);
+    return nbr_text_int(p, word, 0, INT_MAX, &target[cell]);
 }
 
 /* Cell (a, b) of a matrix as a double, whatever its storage type. */
@@ -350,18 +261,18 @@ static double cell_value(const nbr_node_model_t *m, int matrix, int a, int b)
 }
 
 /* Symmetry and the diagonal, reported at the row that breaks them. */
-static int check_matrix(parser_t *p, const nbr_node_model_t *m, int matrix, const int *row_line)
+static int check_matrix(nbr_text_parser_t *p, const nbr_node_model_t *m, int matrix, const int *row_line)
 {
     int n = m->num_gpus, line = p->line, rc = NBR_SUCCESS;
     double diagonal = matrix == MATRIX_TYPE ? NBR_LINK_SELF : 0;
     for (int a = 0; a < n && rc == NBR_SUCCESS; a++) {
         p->line = row_line[a];
         if (cell_value(m, matrix, a, a) != diagonal)
-            rc = parse_error(p, "%s row %d: the diagonal must be %s", matrix_names[matrix], a,
+            rc = nbr_text_error(p, "%s row %d: the diagonal must be %s", matrix_names[matrix], a,
                              matrix == MATRIX_TYPE ? "self" : "0");
         for (int b = 0; b < a && rc == NBR_SUCCESS; b++)
             if (cell_value(m, matrix, a, b) != cell_value(m, matrix, b, a))
-                rc = parse_error(p, "%s row %d column %d differs from row %d column %d: "
+                rc = nbr_text_error(p, "%s row %d column %d differs from row %d column %d: "
                                     "the matrix must be symmetric",
                                  matrix_names[matrix], a, b, b, a);
     }
@@ -369,19 +280,19 @@ static int check_matrix(parser_t *p, const nbr_node_model_t *m, int matrix, cons
     return rc;
 }
 
-static int parse_matrix(parser_t *p, nbr_node_model_t *m, int matrix)
+static int parse_matrix(nbr_text_parser_t *p, nbr_node_model_t *m, int matrix)
 {
     int n = m->num_gpus, row_line[NBR_TOPO_MAX_GPUS];
     char *words[NBR_TOPO_MAX_GPUS + 1];
     for (int row = 0; row < n; row++) {
-        char *line = next_line(p);
+        char *line = nbr_text_next_line(p);
         row_line[row] = p->line;
         if (!line)
-            return parse_error(p, "%s: file ends after %d of %d rows", matrix_names[matrix],
+            return nbr_text_error(p, "%s: file ends after %d of %d rows", matrix_names[matrix],
                                row, n);
-        int count = split(line, words, NBR_TOPO_MAX_GPUS);
+        int count = nbr_text_split(line, words, NBR_TOPO_MAX_GPUS);
         if (count != n)
-            return parse_error(p, "%s row %d: %d values, %d expected", matrix_names[matrix],
+            return nbr_text_error(p, "%s row %d: %d values, %d expected", matrix_names[matrix],
                                row, count > NBR_TOPO_MAX_GPUS ? NBR_TOPO_MAX_GPUS + 1 : count, n);
         for (int col = 0; col < n; col++) {
             int rc = parse_cell(p, m, matrix, row * n + col, words[col]);
@@ -393,39 +304,33 @@ static int parse_matrix(parser_t *p, nbr_node_model_t *m, int matrix)
 }
 
 /* "key=value" with the given key, or NULL. */
-static const char *keyed(const char *word, const char *key)
-{
-    size_t len = strlen(key);
-    return strncmp(word, key, len) == 0 && word[len] == '=' ? word + len + 1 : NULL;
-}
-
-static int parse_gpu(parser_t *p, nbr_node_model_t *m, char **words, int count,
+static int parse_gpu(nbr_text_parser_t *p, nbr_node_model_t *m, char **words, int count,
                      int *next_gpu, int *any_leader)
 {
-    int index = 0, rc = parse_int(p, words[1], 0, NBR_TOPO_MAX_GPUS - 1, &index);
+    int index = 0, rc = nbr_text_int(p, words[1], 0, NBR_TOPO_MAX_GPUS - 1, &index);
     if (rc != NBR_SUCCESS)
         return rc;
     if (index != *next_gpu || index >= m->num_gpus)
-        return parse_error(p, "gpu %d: expected gpu %d of %d", index, *next_gpu, m->num_gpus);
+        return nbr_text_error(p, "gpu %d: expected gpu %d of %d", index, *next_gpu, m->num_gpus);
     nbr_gpu_info_t *gpu = &m->gpus[index];
     gpu->leader = 0;
     for (int w = 2; w < count; w++) {
         const char *value;
-        if ((value = keyed(words[w], "pci"))) {
+        if ((value = nbr_text_keyed(words[w], "pci"))) {
             if (strlen(value) >= NBR_PCI_ID_MAX)
-                return parse_error(p, "pci id '%s' too long", value);
+                return nbr_text_error(p, "pci id '%s' too long", value);
             /* "-": unknown, as the writer spells an empty id */
             snprintf(gpu->pci_bus_id, sizeof gpu->pci_bus_id, "%s",
                      strcmp(value, "-") == 0 ? "" : value);
-        } else if ((value = keyed(words[w], "numa"))) {
-            rc = parse_int(p, value, -1, INT_MAX, &gpu->numa_node);
-        } else if ((value = keyed(words[w], "package"))) {
-            rc = parse_int(p, value, 0, INT_MAX, &gpu->package);
+        } else if ((value = nbr_text_keyed(words[w], "numa"))) {
+            rc = nbr_text_int(p, value, -1, INT_MAX, &gpu->numa_node);
+        } else if ((value = nbr_text_keyed(words[w], "package"))) {
+            rc = nbr_text_int(p, value, 0, INT_MAX, &gpu->package);
         } else if (strcmp(words[w], "leader") == 0) {
             gpu->leader = 1;
             *any_leader = 1;
         } else {
-            return parse_error(p, "gpu %d: unknown attribute '%s'", index, words[w]);
+            return nbr_text_error(p, "gpu %d: unknown attribute '%s'", index, words[w]);
         }
         if (rc != NBR_SUCCESS)
             return rc;
@@ -440,54 +345,54 @@ typedef struct seen {
     int matrix[NUM_MATRICES];
 } seen_t;
 
-static int parse_line(parser_t *p, nbr_node_model_t *m, seen_t *seen, char *line)
+static int parse_line(nbr_text_parser_t *p, nbr_node_model_t *m, seen_t *seen, char *line)
 {
     char *words[8];
-    int count = split(line, words, 7), value = 0, rc;
+    int count = nbr_text_split(line, words, 7), value = 0, rc;
     if (count > 7)
-        return parse_error(p, "too many words");
+        return nbr_text_error(p, "too many words");
     if (!seen->header) {
         if (count != 2 || strcmp(words[0], "nbrcoll-topology") != 0 || strcmp(words[1], "1") != 0)
-            return parse_error(p, "expected 'nbrcoll-topology 1' first");
+            return nbr_text_error(p, "expected 'nbrcoll-topology 1' first");
         seen->header = 1;
         return NBR_SUCCESS;
     }
     for (int k = 0; k < NUM_MATRICES; k++)
         if (strcmp(words[0], matrix_names[k]) == 0) {
             if (count != 1)
-                return parse_error(p, "'%s' stands alone; rows follow", words[0]);
+                return nbr_text_error(p, "'%s' stands alone; rows follow", words[0]);
             if (!seen->gpus)
-                return parse_error(p, "'%s' before 'gpus'", words[0]);
+                return nbr_text_error(p, "'%s' before 'gpus'", words[0]);
             if (seen->matrix[k])
-                return parse_error(p, "'%s' given twice", words[0]);
+                return nbr_text_error(p, "'%s' given twice", words[0]);
             seen->matrix[k] = 1;
             return parse_matrix(p, m, k);
         }
     if (strcmp(words[0], "gpu") == 0) {
         if (!seen->gpus)
-            return parse_error(p, "'gpu' before 'gpus'");
+            return nbr_text_error(p, "'gpu' before 'gpus'");
         if (count < 2)
-            return parse_error(p, "'gpu' needs an index");
+            return nbr_text_error(p, "'gpu' needs an index");
         return parse_gpu(p, m, words, count, &seen->next_gpu, &seen->any_leader);
     }
     if (strcmp(words[0], "name") == 0) {
         if (count != 2 || strlen(words[1]) >= sizeof m->name)
-            return parse_error(p, "'name' takes one word");
+            return nbr_text_error(p, "'name' takes one word");
         snprintf(m->name, sizeof m->name, "%s", words[1]);
         return NBR_SUCCESS;
     }
     int is_gpus = strcmp(words[0], "gpus") == 0, is_sockets = strcmp(words[0], "sockets") == 0,
         is_numa = strcmp(words[0], "numa") == 0;
     if (!is_gpus && !is_sockets && !is_numa)
-        return parse_error(p, "unknown key '%s'", words[0]);
+        return nbr_text_error(p, "unknown key '%s'", words[0]);
     if (count != 2)
-        return parse_error(p, "'%s' takes one value", words[0]);
-    rc = parse_int(p, words[1], is_gpus ? 0 : 1, is_gpus ? NBR_TOPO_MAX_GPUS : 4096, &value);
+        return nbr_text_error(p, "'%s' takes one value", words[0]);
+    rc = nbr_text_int(p, words[1], is_gpus ? 0 : 1, is_gpus ? NBR_TOPO_MAX_GPUS : 4096, &value);
     if (rc != NBR_SUCCESS)
         return rc;
     if (is_gpus) {
         if (seen->gpus)
-            return parse_error(p, "'gpus' given twice");
+            return nbr_text_error(p, "'gpus' given twice");
         int sockets = m->num_sockets, numa = m->num_numa;
         nbr_model_free(m);
         if ((rc = nbr_model_init(m, value)) != NBR_SUCCESS)
@@ -506,13 +411,13 @@ static int parse_line(parser_t *p, nbr_node_model_t *m, seen_t *seen, char *line
 int nbr_model_parse(const char *text, const char *source, nbr_node_model_t *model,
                     char *message, size_t message_size)
 {
-    parser_t p = {.next = text, .message = message, .message_size = message_size};
+    nbr_text_parser_t p = nbr_text_parser(text, message, message_size);
     seen_t seen = {0};
     int rc = nbr_model_init(model, 0);
     char name[NBR_TOPO_NAME_MAX] = "";
     if (rc != NBR_SUCCESS)
         return rc;
-    for (char *line; rc == NBR_SUCCESS && (line = next_line(&p));) {
+    for (char *line; rc == NBR_SUCCESS && (line = nbr_text_next_line(&p));) {
         memcpy(name, model->name, sizeof name);
         rc = parse_line(&p, model, &seen, line);
         if (!model->name[0]) /* 'gpus' re-initialises the model */
@@ -520,16 +425,16 @@ int nbr_model_parse(const char *text, const char *source, nbr_node_model_t *mode
     }
     p.line++; /* problems found at the end point past the last line */
     if (rc == NBR_SUCCESS && !seen.header)
-        rc = parse_error(&p, "empty file: expected 'nbrcoll-topology 1'");
+        rc = nbr_text_error(&p, "empty file: expected 'nbrcoll-topology 1'");
     if (rc == NBR_SUCCESS && !seen.gpus)
-        rc = parse_error(&p, "missing 'gpus'");
+        rc = nbr_text_error(&p, "missing 'gpus'");
     if (rc == NBR_SUCCESS && seen.next_gpu != model->num_gpus)
-        rc = parse_error(&p, "%d gpu lines for %d gpus", seen.next_gpu, model->num_gpus);
+        rc = nbr_text_error(&p, "%d gpu lines for %d gpus", seen.next_gpu, model->num_gpus);
     for (int k = 0; rc == NBR_SUCCESS && k <= MATRIX_LINKS; k++)
         if (model->num_gpus > 0 && !seen.matrix[k])
-            rc = parse_error(&p, "missing matrix '%s'", matrix_names[k]);
+            rc = nbr_text_error(&p, "missing matrix '%s'", matrix_names[k]);
     if (rc == NBR_SUCCESS && model->num_gpus > 0 && !seen.matrix[MATRIX_TYPE])
-        rc = parse_error(&p, "missing matrix 'link_type'");
+        rc = nbr_text_error(&p, "missing matrix 'link_type'");
     if (rc == NBR_SUCCESS && !seen.any_leader)
         nbr_model_assign_leaders(model);
     if (rc == NBR_SUCCESS) {
@@ -544,36 +449,9 @@ int nbr_model_parse(const char *text, const char *source, nbr_node_model_t *mode
 int nbr_model_load(const char *path, nbr_node_model_t *model, char *message,
                    size_t message_size)
 {
-    FILE *file = fopen(path, "r");
-    if (!file) {
-        nbr_topo_explain(message, message_size, NBR_ERR_ARG, "%s: %s", path, strerror(errno));
-        return NBR_ERR_IO;
-    }
-    size_t capacity = 1 << 16, length = 0;
-    char *text = malloc(capacity);
-    int rc = text ? NBR_SUCCESS : NBR_ERR_NOMEM;
-    while (rc == NBR_SUCCESS) {
-        if (length + 1 == capacity) {
-            char *grown = capacity < (1u << 24) ? realloc(text, capacity * 2) : NULL;
-            if (!grown) {
-                rc = nbr_topo_explain(message, message_size, NBR_ERR_ARG, "%s: too large", path);
-                break;
-            }
-            text = grown;
-            capacity *= 2;
-        }
-        size_t got = fread(text + length, 1, capacity - 1 - length, file);
-        length += got;
-        if (got == 0)
-            break;
-    }
-    if (rc == NBR_SUCCESS && ferror(file)) {
-        nbr_topo_explain(message, message_size, NBR_ERR_ARG, "%s: read error", path);
-        rc = NBR_ERR_IO;
-    }
-    fclose(file);
+    char *text = NULL;
+    int rc = nbr_text_read_file(path, &text, message, message_size);
     if (rc == NBR_SUCCESS) {
-        text[length] = '\0';
         char source[NBR_TOPO_NAME_MAX];
         const char *base = strrchr(path, '/');
         snprintf(source, sizeof source, "file %s", base ? base + 1 : path);

@@ -1,0 +1,345 @@
+#include "plan/sim.h"
+
+#include "plan/match.h"
+
+#include <nbrcoll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum event_kind { EVENT_PHASE = 0, EVENT_SEND = 1 };
+
+/* Something a rank does at a time: start its next phase, or issue its next
+ * send once its port is free. Ties go by kind, then rank: one answer. */
+typedef struct event {
+    double time;
+    int kind, rank;
+} event_t;
+
+typedef struct rank_state {
+    int phase;       /* the phase running (num_phases: done) */
+    int pending;     /* messages of the phase not completed */
+    int next_send;   /* op index of the next send to issue in the phase */
+    int phase_end;   /* the phase's last op index + 1 */
+    double end;      /* when the phase can end, so far */
+    double port_free;
+} rank_state_t;
+
+typedef struct sim {
+    const nbr_sim_input_t *in;
+    nbr_job_ops_t ops;
+    double *when;      /* send: arrival time; receive: when posted; < 0: not yet */
+    rank_state_t *rank;
+    int *nic_of;       /* rank -> NIC index in its node */
+    double *nic_out, *nic_in; /* node * nics + nic -> free from */
+    int nics;
+    uint64_t *network_messages, *network_bytes; /* per sending rank */
+    event_t *heap;
+    int heap_size, heap_capacity;
+    nbr_sim_result_t *result;
+    char *message;
+    size_t message_size;
+} sim_t;
+
+static int fail(sim_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(sim_t *s, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    if (s->message && s->message_size)
+        vsnprintf(s->message, s->message_size, fmt, args);
+    va_end(args);
+    return NBR_ERR_INTERNAL;
+}
+
+/* ------------------------------------------------------------ the heap */
+
+static int earlier(const event_t *a, const event_t *b)
+{
+    if (a->time != b->time)
+        return a->time < b->time;
+    if (a->kind != b->kind)
+        return a->kind < b->kind;
+    return a->rank < b->rank;
+}
+
+static int push(sim_t *s, double time, int kind, int rank)
+{
+    if (s->heap_size == s->heap_capacity) {
+        int capacity = s->heap_capacity ? 2 * s->heap_capacity : 1024;
+        event_t *grown = realloc(s->heap, (size_t)capacity * sizeof(event_t));
+        if (!grown)
+            return NBR_ERR_NOMEM;
+        s->heap = grown;
+        s->heap_capacity = capacity;
+    }
+    int i = s->heap_size++;
+    event_t e = {time, kind, rank};
+    while (i > 0 && earlier(&e, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = e;
+    return NBR_SUCCESS;
+}
+
+static event_t pop(sim_t *s)
+{
+    event_t top = s->heap[0], last = s->heap[--s->heap_size];
+    int i = 0;
+    for (;;) {
+        int child = 2 * i + 1;
+        if (child >= s->heap_size)
+            break;
+        if (child + 1 < s->heap_size && earlier(&s->heap[child + 1], &s->heap[child]))
+            child++;
+        if (!earlier(&s->heap[child], &last))
+            break;
+        s->heap[i] = s->heap[child];
+        i = child;
+    }
+    s->heap[i] = last;
+    return top;
+}
+
+/* ------------------------------------------------------------ paths */
+
+nbr_path_t nbr_sim_path(const nbr_sim_input_t *in, int a, int b)
+{
+    const nbr_locality_t *loc = in->locality;
+    if (a == b)
+        return in->device_buffers ? NBR_PATH_DEVICE : NBR_PATH_COPY;
+    if (loc && loc->node_of[a] != loc->node_of[b])
+        return NBR_PATH_NETWORK;
+    if (in->device_buffers)
+        return NBR_PATH_GPU;
+    return loc && loc->socket_of[a] != loc->socket_of[b] ? NBR_PATH_NODE : NBR_PATH_SOCKET;
+}
+
+/* Bandwidth of one message on its path: the node model's GPU pair
+ * bandwidth where it gives one, the machine's otherwise. */
+static double path_bandwidth(const sim_t *s, nbr_path_t path, int a, int b)
+{
+    const nbr_locality_t *loc = s->in->locality;
+    if (path == NBR_PATH_GPU && loc && loc->gpu_of) {
+        int x = loc->gpu_of[a], y = loc->gpu_of[b];
+        const nbr_node_model_t *model = &loc->model;
+        if (x >= 0 && y >= 0 && x != y && x < model->num_gpus && y < model->num_gpus &&
+            model->bandwidth && NBR_TOPO_AT(model, bandwidth, x, y) > 0)
+            return NBR_TOPO_AT(model, bandwidth, x, y) * 1e9;
+    }
+    return s->in->machine->path[path].bandwidth;
+}
+
+/* Each rank's network interface: by its GPU when it has one, else by its
+ * place among its node's ranks. */
+static int assign_nics(sim_t *s)
+{
+    const nbr_locality_t *loc = s->in->locality;
+    int n = s->in->nranks, nodes = loc ? loc->num_nodes : 1;
+    s->nics = s->in->machine->nics > 0 ? s->in->machine->nics : 1;
+    int *on_node = calloc((size_t)nodes + 1, sizeof(int));
+    s->nic_of = calloc((size_t)n + 1, sizeof(int));
+    s->nic_out = calloc((size_t)nodes * (size_t)s->nics + 1, sizeof(double));
+    s->nic_in = calloc((size_t)nodes * (size_t)s->nics + 1, sizeof(double));
+    if (!on_node || !s->nic_of || !s->nic_out || !s->nic_in) {
+        free(on_node);
+        return NBR_ERR_NOMEM;
+    }
+    for (int r = 0; loc && r < n; r++)
+        on_node[loc->node_of[r]]++;
+    int gpus = loc ? loc->model.num_gpus : 0;
+    for (int r = 0; loc && r < n; r++) {
+        int gpu = loc->gpu_of ? loc->gpu_of[r] : -1;
+        int node = loc->node_of[r];
+        s->nic_of[r] = gpu >= 0 && gpus > 0 ? gpu * s->nics / gpus
+                                            : loc->local_rank_of[r] * s->nics / on_node[node];
+    }
+    free(on_node);
+    return NBR_SUCCESS;
+}
+
+/* ------------------------------------------------------------ running */
+
+static int start_phase(sim_t *s, int r, double t);
+
+/* Both ends of a message are done at time t: the phases waiting for it
+ * may end. */
+static int complete_end(sim_t *s, int r, double t)
+{
+    rank_state_t *st = &s->rank[r];
+    if (t > st->end)
+        st->end = t;
+    if (--st->pending > 0)
+        return NBR_SUCCESS;
+    st->phase++;
+    return push(s, st->end, EVENT_PHASE, r);
+}
+
+static int complete(sim_t *s, int send, int recv)
+{
+    double t = s->when[send] > s->when[recv] ? s->when[send] : s->when[recv];
+    int rc = complete_end(s, s->ops.owner[send], t);
+    return rc == NBR_SUCCESS ? complete_end(s, s->ops.owner[recv], t) : rc;
+}
+
+/* The phase's next send: the port, then for another node both NICs. */
+static int issue_send(sim_t *s, int r, double t)
+{
+    rank_state_t *st = &s->rank[r];
+    const nbr_plan_t *plan = &s->in->plans[r];
+    while (st->next_send < st->phase_end && plan->ops[st->next_send].kind != NBR_OP_SEND)
+        st->next_send++;
+    if (st->next_send >= st->phase_end)
+        return NBR_SUCCESS;
+    const nbr_op_t *op = &plan->ops[st->next_send];
+    int g = s->ops.base[r] + st->next_send++;
+    const nbr_machine_t *m = s->in->machine;
+    nbr_path_t path = nbr_sim_path(s->in, r, op->peer);
+    double alpha = m->path[path].alpha;
+    double arrival = t + alpha + (double)op->bytes / path_bandwidth(s, path, r, op->peer);
+    st->port_free = arrival;
+    if (path == NBR_PATH_NETWORK) {
+        const nbr_locality_t *loc = s->in->locality;
+        double *out = &s->nic_out[loc->node_of[r] * s->nics + s->nic_of[r]];
+        double *in = &s->nic_in[loc->node_of[op->peer] * s->nics + s->nic_of[op->peer]];
+        double wire = (double)op->bytes / m->nic_bandwidth;
+        double start = t + alpha > *out ? t + alpha : *out; /* leaves through its NIC */
+        *out = start + wire;
+        double enter = start > *in ? start : *in; /* enters through the other's */
+        *in = enter + wire;
+        if (*in > arrival)
+            arrival = *in;
+        s->network_messages[r]++;
+        s->network_bytes[r] += op->bytes;
+    }
+    s->result->messages[path]++;
+    s->result->bytes[path] += op->bytes;
+    s->when[g] = arrival;
+    int rc = NBR_SUCCESS;
+    int partner = s->ops.partner[g];
+    if (s->when[partner] >= 0)
+        rc = complete(s, g, partner);
+    if (rc == NBR_SUCCESS && st->next_send < st->phase_end)
+        rc = push(s, st->port_free, EVENT_SEND, r);
+    return rc;
+}
+
+static int start_phase(sim_t *s, int r, double t)
+{
+    rank_state_t *st = &s->rank[r];
+    const nbr_plan_t *plan = &s->in->plans[r];
+    if (st->phase >= plan->num_phases) {
+        st->end = t;
+        return NBR_SUCCESS;
+    }
+    const nbr_phase_t *phase = &plan->phases[st->phase];
+    st->end = t;
+    st->next_send = phase->first_op;
+    st->phase_end = phase->first_op + phase->num_ops;
+    st->pending = 1; /* held until the phase is set up: it may not end early */
+    double copies = t;
+    int sends = 0, rc = NBR_SUCCESS;
+    for (int i = phase->first_op; i < st->phase_end; i++) {
+        const nbr_op_t *op = &plan->ops[i];
+        if (op->kind == NBR_OP_SEND) {
+            st->pending++;
+            sends++;
+        } else if (op->kind == NBR_OP_RECV) {
+            st->pending++;
+        } else {
+            nbr_path_t path = s->in->device_buffers ? NBR_PATH_DEVICE : NBR_PATH_COPY;
+            copies += nbr_path_seconds(s->in->machine, path, op->bytes);
+            s->result->messages[path]++;
+            s->result->bytes[path] += op->bytes;
+        }
+    }
+    /* copies run on the rank's CPU once its messages are posted (posting
+     * is free here: what sends cost is on the port), one after the other */
+    if (copies > st->end)
+        st->end = copies;
+    for (int i = phase->first_op; i < st->phase_end && rc == NBR_SUCCESS; i++) {
+        if (plan->ops[i].kind != NBR_OP_RECV)
+            continue;
+        int g = s->ops.base[r] + i;
+        s->when[g] = t;
+        if (s->when[s->ops.partner[g]] >= 0)
+            rc = complete(s, s->ops.partner[g], g);
+    }
+    if (rc == NBR_SUCCESS && sends > 0)
+        rc = push(s, t > st->port_free ? t : st->port_free, EVENT_SEND, r);
+    return rc == NBR_SUCCESS ? complete_end(s, r, t) : rc; /* releases the hold */
+}
+
+static int run(sim_t *s)
+{
+    int n = s->in->nranks, rc = NBR_SUCCESS;
+    for (int r = 0; r < n && rc == NBR_SUCCESS; r++)
+        rc = push(s, 0.0, EVENT_PHASE, r);
+    while (rc == NBR_SUCCESS && s->heap_size > 0) {
+        event_t e = pop(s);
+        rc = e.kind == EVENT_PHASE ? start_phase(s, e.rank, e.time) : issue_send(s, e.rank, e.time);
+    }
+    for (int r = 0; rc == NBR_SUCCESS && r < n; r++)
+        if (s->rank[r].phase < s->in->plans[r].num_phases)
+            rc = fail(s, "rank %d waits forever in phase %d: the plans would hang", r,
+                      s->rank[r].phase);
+    return rc;
+}
+
+int nbr_simulate(const nbr_sim_input_t *in, nbr_sim_result_t *result, double *rank_seconds,
+                 char *message, size_t message_size)
+{
+    sim_t s = {.in = in, .result = result, .message = message, .message_size = message_size};
+    int n = in->nranks;
+    memset(result, 0, sizeof(*result));
+    if (message && message_size)
+        message[0] = '\0';
+    if (!in->plans || !in->machine || n < 0)
+        return NBR_ERR_ARG;
+    int rc = nbr_job_ops_match(&s.ops, in->plans, n, message, message_size);
+    if (rc == NBR_SUCCESS) {
+        s.when = malloc(((size_t)s.ops.total + 1) * sizeof(double));
+        s.rank = calloc((size_t)n + 1, sizeof(rank_state_t));
+        s.network_messages = calloc((size_t)n + 1, sizeof(uint64_t));
+        s.network_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
+        rc = s.when && s.rank && s.network_messages && s.network_bytes ? assign_nics(&s)
+                                                                        : NBR_ERR_NOMEM;
+    }
+    if (rc == NBR_SUCCESS) {
+        for (int g = 0; g < s.ops.total; g++)
+            s.when[g] = -1.0;
+        rc = run(&s);
+    }
+    if (rc == NBR_SUCCESS) {
+        double sum = 0;
+        result->last_rank = -1;
+        for (int r = 0; r < n; r++) {
+            double end = s.rank[r].end;
+            sum += end;
+            if (rank_seconds)
+                rank_seconds[r] = end;
+            if (result->last_rank < 0 || end > result->seconds) {
+                result->seconds = end;
+                result->last_rank = r;
+            }
+            if (s.network_messages[r] > result->max_rank_network_messages)
+                result->max_rank_network_messages = s.network_messages[r];
+            if (s.network_bytes[r] > result->max_rank_network_bytes)
+                result->max_rank_network_bytes = s.network_bytes[r];
+        }
+        result->mean_seconds = n > 0 ? sum / n : 0;
+    }
+    nbr_job_ops_free(&s.ops);
+    free(s.when);
+    free(s.rank);
+    free(s.nic_of);
+    free(s.nic_out);
+    free(s.nic_in);
+    free(s.network_messages);
+    free(s.network_bytes);
+    free(s.heap);
+    return rc;
+}

@@ -1,0 +1,70 @@
+/* The plan simulator: predicts how long a whole job's plans take on a
+ * machine (topo/machine.h), in one process, without running them.
+ *
+ * The model (docs/ARCHITECTURE.md, "Simulator", says why each rule):
+ *   - A rank runs its phases in order. At the start of a phase it posts
+ *     the phase's receives, then issues its sends one after the other,
+ *     then does its local copies; the phase ends when every message of it
+ *     has completed and the copies are done.
+ *   - Each rank has one port: a message occupies the sender's port for
+ *     alpha + bytes / bandwidth of its path (so k messages cost a rank k
+ *     start-ups, as in the Hockney model), and the next send waits for it.
+ *   - A message between nodes also crosses the sending node's network
+ *     interface, then the receiving node's (each rank uses NIC
+ *     gpu * nics / gpus of its node, or local rank * nics / ranks without
+ *     GPUs). Each direction of an interface carries one message at a time,
+ *     in the order they reach it, at the interface's bandwidth; a message
+ *     may leave while another is still entering its destination (the two
+ *     queues are independent). This is where contention comes from: 16
+ *     ranks sending out of one node share its bandwidth, and so do 16
+ *     senders to one node.
+ *   - A message completes, on both ends, when it has arrived and its
+ *     receive was posted (MPI's matching: the i-th send on a channel with
+ *     the i-th receive).
+ *   - Local copies run on the rank's CPU once the phase is posted, one
+ *     after the other, at the copy path's cost, beside the sends (their
+ *     bytes move while the CPU copies).
+ *   - Paths: same rank: copy (device when buffers are on GPUs); same
+ *     socket / other socket of a node: socket / node for host buffers, gpu
+ *     for device buffers (with the node model's GPU pair bandwidth where
+ *     it gives one); other node: network.
+ * Pure C, no MPI: thousands of ranks in one process. */
+#ifndef NBR_SIM_H
+#define NBR_SIM_H
+
+#include "plan/plan.h"
+#include "topo/locality.h"
+#include "topo/machine.h"
+
+#include <stdint.h>
+
+typedef struct nbr_sim_input {
+    int nranks;
+    const nbr_plan_t *plans;        /* plans[r], sealed */
+    const nbr_locality_t *locality; /* nodes, sockets, GPUs and every node's
+                                     * model; NULL: one node, one socket */
+    const nbr_machine_t *machine;
+    int device_buffers;             /* the user's buffers live on GPUs */
+} nbr_sim_input_t;
+
+typedef struct nbr_sim_result {
+    double seconds;    /* the collective: when the last rank finished */
+    int last_rank;     /* that rank */
+    double mean_seconds; /* mean over ranks of when each finished */
+    uint64_t messages[NBR_NUM_PATHS]; /* by path (copies under copy / device) */
+    uint64_t bytes[NBR_NUM_PATHS];
+    uint64_t max_rank_network_messages; /* the most one rank sends between nodes */
+    uint64_t max_rank_network_bytes;
+} nbr_sim_result_t;
+
+/* Simulates one run of the plans. rank_seconds, when not NULL, receives
+ * when each rank finished. A job that would hang (unmatched messages, or
+ * ranks waiting for each other) is NBR_ERR_INTERNAL with the reason in
+ * message. */
+int nbr_simulate(const nbr_sim_input_t *input, nbr_sim_result_t *result, double *rank_seconds,
+                 char *message, size_t message_size);
+
+/* The path a message from rank a to rank b takes (a == b: a copy). */
+nbr_path_t nbr_sim_path(const nbr_sim_input_t *input, int a, int b);
+
+#endif

@@ -1,0 +1,127 @@
+#include "topo/machine.h"
+
+#include "topo/text.h"
+
+#include <nbrcoll.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const path_names[NBR_NUM_PATHS] = {"copy", "device", "socket",
+                                                      "node", "gpu",    "network"};
+
+const char *nbr_path_name(nbr_path_t path)
+{
+    return path >= 0 && path < NBR_NUM_PATHS ? path_names[path] : "?";
+}
+
+/* alpha_us=A gbytes_per_s=B, in either order; bandwidth required. */
+static int parse_cost(nbr_text_parser_t *p, char **words, int count, int need_alpha,
+                      double *alpha, double *bandwidth)
+{
+    int have_alpha = 0, have_bandwidth = 0, rc = NBR_SUCCESS;
+    for (int w = 0; w < count && rc == NBR_SUCCESS; w++) {
+        const char *value;
+        if (need_alpha && (value = nbr_text_keyed(words[w], "alpha_us"))) {
+            rc = nbr_text_double(p, value, alpha);
+            *alpha *= 1e-6;
+            have_alpha = 1;
+        } else if ((value = nbr_text_keyed(words[w], "gbytes_per_s"))) {
+            rc = nbr_text_double(p, value, bandwidth);
+            *bandwidth *= 1e9;
+            have_bandwidth = 1;
+        } else {
+            rc = nbr_text_error(p, "unknown attribute '%s'", words[w]);
+        }
+    }
+    if (rc == NBR_SUCCESS && need_alpha && !have_alpha)
+        rc = nbr_text_error(p, "alpha_us= missing");
+    if (rc == NBR_SUCCESS && !have_bandwidth)
+        rc = nbr_text_error(p, "gbytes_per_s= missing");
+    if (rc == NBR_SUCCESS && !(*bandwidth > 0))
+        rc = nbr_text_error(p, "gbytes_per_s must be above 0");
+    return rc;
+}
+
+static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count,
+                      int *seen)
+{
+    for (int k = 0; k < NBR_NUM_PATHS; k++) {
+        if (strcmp(words[1], path_names[k]) != 0)
+            continue;
+        if (seen[k])
+            return nbr_text_error(p, "path %s given twice", path_names[k]);
+        seen[k] = 1;
+        return parse_cost(p, words + 2, count - 2, 1, &m->path[k].alpha, &m->path[k].bandwidth);
+    }
+    return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
+}
+
+int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t size)
+{
+    nbr_text_parser_t p = nbr_text_parser(text, message, size);
+    int seen[NBR_NUM_PATHS] = {0}, header = 0, nics = 0, rc = NBR_SUCCESS;
+    memset(m, 0, sizeof(*m));
+    for (char *line; rc == NBR_SUCCESS && (line = nbr_text_next_line(&p));) {
+        char *words[8];
+        int count = nbr_text_split(line, words, 7);
+        if (count > 7) {
+            rc = nbr_text_error(&p, "too many words");
+        } else if (!header) {
+            header = count == 2 && strcmp(words[0], "nbrcoll-machine") == 0 &&
+                     strcmp(words[1], "1") == 0;
+            if (!header)
+                rc = nbr_text_error(&p, "expected 'nbrcoll-machine 1' first");
+        } else if (strcmp(words[0], "name") == 0) {
+            if (count != 2 || strlen(words[1]) >= sizeof m->name)
+                rc = nbr_text_error(&p, "'name' takes one word of fewer than %zu characters",
+                                    sizeof m->name);
+            else
+                snprintf(m->name, sizeof m->name, "%s", words[1]);
+        } else if (strcmp(words[0], "path") == 0) {
+            rc = count >= 2 ? parse_path(&p, m, words, count, seen)
+                            : nbr_text_error(&p, "'path' needs a name");
+        } else if (strcmp(words[0], "nics") == 0) {
+            if (nics++)
+                rc = nbr_text_error(&p, "'nics' given twice");
+            else if (count < 2)
+                rc = nbr_text_error(&p, "'nics' needs a count");
+            else if ((rc = nbr_text_int(&p, words[1], 1, 1024, &m->nics)) == NBR_SUCCESS)
+                rc = parse_cost(&p, words + 2, count - 2, 0, NULL, &m->nic_bandwidth);
+        } else {
+            rc = nbr_text_error(&p, "unknown key '%s'", words[0]);
+        }
+    }
+    p.line++; /* problems found at the end point past the last line */
+    if (rc == NBR_SUCCESS && !header)
+        rc = nbr_text_error(&p, "empty file: expected 'nbrcoll-machine 1'");
+    for (int k = 0; rc == NBR_SUCCESS && k < NBR_NUM_PATHS; k++)
+        if (!seen[k])
+            rc = nbr_text_error(&p, "missing 'path %s'", path_names[k]);
+    if (rc == NBR_SUCCESS && !nics)
+        rc = nbr_text_error(&p, "missing 'nics'");
+    if (rc == NBR_SUCCESS && !m->name[0])
+        snprintf(m->name, sizeof m->name, "unnamed");
+    return rc;
+}
+
+int nbr_machine_load(const char *path, nbr_machine_t *machine, char *message, size_t size)
+{
+    char *text = NULL, where[512] = "";
+    int rc = nbr_text_read_file(path, &text, message, size);
+    if (rc == NBR_SUCCESS && (rc = nbr_machine_parse(text, machine, where, sizeof where)) &&
+        message && size)
+        snprintf(message, size, "%s: %s", path, where);
+    free(text);
+    return rc;
+}
+
+int nbr_machine_write(const nbr_machine_t *m, FILE *out)
+{
+    /* %.17g: every double reads back to itself */
+    fprintf(out, "nbrcoll-machine 1\nname %s\n", m->name[0] ? m->name : "unnamed");
+    for (int k = 0; k < NBR_NUM_PATHS; k++)
+        fprintf(out, "path %-7s alpha_us=%.17g gbytes_per_s=%.17g\n", path_names[k],
+                m->path[k].alpha * 1e6, m->path[k].bandwidth * 1e-9);
+    fprintf(out, "nics %d gbytes_per_s=%.17g\n", m->nics, m->nic_bandwidth * 1e-9);
+    return ferror(out) ? NBR_ERR_IO : NBR_SUCCESS;
+}

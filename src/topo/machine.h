@@ -1,0 +1,68 @@
+/* Machine parameters: what moving bytes costs, for the plan simulator and
+ * for algorithm selection. Where the node model (topology.h) says what a
+ * node has, this says how fast it goes: for every path between two ranks
+ * a per-message start-up (alpha) and a bandwidth, and the network
+ * interfaces the ranks of a node share.
+ *
+ * Text files (stored ones are the .machine files in topo/, nbr_calibrate writes
+ * one for the machine it runs on):
+ *
+ *   nbrcoll-machine 1                     first line: format and version
+ *   name emulated-4x4-1gbit               one word
+ *   path copy    alpha_us=0.3 gbytes_per_s=6
+ *   path device  alpha_us=5   gbytes_per_s=1000
+ *   path socket  alpha_us=0.8 gbytes_per_s=4
+ *   path node    alpha_us=1.2 gbytes_per_s=3
+ *   path gpu     alpha_us=8   gbytes_per_s=50
+ *   path network alpha_us=40  gbytes_per_s=0.118
+ *   nics 1 gbytes_per_s=0.118             per node, each direction
+ *
+ * Every path is required, once; gbytes_per_s is 1e9 bytes per second,
+ * > 0; alpha_us >= 0. '#' starts a comment. */
+#ifndef NBR_MACHINE_H
+#define NBR_MACHINE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* How bytes get from one rank's buffer to another's (or within one). */
+typedef enum nbr_path {
+    NBR_PATH_COPY = 0,    /* a local copy in host memory (memcpy) */
+    NBR_PATH_DEVICE = 1,  /* a copy within one GPU's memory */
+    NBR_PATH_SOCKET = 2,  /* host buffers, two ranks of one CPU socket */
+    NBR_PATH_NODE = 3,    /* host buffers, two sockets of one node */
+    NBR_PATH_GPU = 4,     /* device buffers, two GPUs of one node (the node
+                           * model's bandwidth matrix wins where it has one) */
+    NBR_PATH_NETWORK = 5, /* two nodes */
+    NBR_NUM_PATHS = 6
+} nbr_path_t;
+
+const char *nbr_path_name(nbr_path_t path);
+
+typedef struct nbr_path_cost {
+    double alpha;     /* seconds per message */
+    double bandwidth; /* bytes per second */
+} nbr_path_cost_t;
+
+typedef struct nbr_machine {
+    char name[64];
+    nbr_path_cost_t path[NBR_NUM_PATHS];
+    int nics;             /* network interfaces per node, shared by its ranks */
+    double nic_bandwidth; /* bytes per second, each, each direction */
+} nbr_machine_t;
+
+/* Seconds one message of bytes takes on path, alone. */
+static inline double nbr_path_seconds(const nbr_machine_t *m, nbr_path_t path, size_t bytes)
+{
+    return m->path[path].alpha + (double)bytes / m->path[path].bandwidth;
+}
+
+/* Parses the text format; NBR_ERR_ARG with "line N: ..." in message. */
+int nbr_machine_parse(const char *text, nbr_machine_t *machine, char *message, size_t size);
+/* The same from a file; NBR_ERR_IO when it cannot be read. */
+int nbr_machine_load(const char *path, nbr_machine_t *machine, char *message, size_t size);
+/* Writes what nbr_machine_parse reads back (to the last digit or two of a
+ * double: alpha is written in microseconds). */
+int nbr_machine_write(const nbr_machine_t *machine, FILE *out);
+
+#endif

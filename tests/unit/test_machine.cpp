@@ -1,0 +1,141 @@
+// Machine parameter files: the format, its errors, the stored files.
+#include <nbrcoll.h>
+
+extern "C" {
+#include "topo/machine.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *const full =
+    "# a comment\n"
+    "nbrcoll-machine 1\n"
+    "name test-machine   # trailing comment\n"
+    "path copy    alpha_us=0.5 gbytes_per_s=10\n"
+    "path device  gbytes_per_s=1000 alpha_us=4\n"
+    "path socket  alpha_us=1   gbytes_per_s=5\n"
+    "\n"
+    "path node    alpha_us=2   gbytes_per_s=4\n"
+    "path gpu     alpha_us=8   gbytes_per_s=50\n"
+    "path network alpha_us=10  gbytes_per_s=0.125\n"
+    "nics 4 gbytes_per_s=25\n";
+
+TEST(MachineFile, ParsesEveryPath)
+{
+    nbr_machine_t m{};
+    char why[256];
+    ASSERT_EQ(nbr_machine_parse(full, &m, why, sizeof why), NBR_SUCCESS) << why;
+    EXPECT_STREQ(m.name, "test-machine");
+    EXPECT_DOUBLE_EQ(m.path[NBR_PATH_COPY].alpha, 0.5e-6);
+    EXPECT_DOUBLE_EQ(m.path[NBR_PATH_DEVICE].bandwidth, 1000e9);
+    EXPECT_DOUBLE_EQ(m.path[NBR_PATH_DEVICE].alpha, 4e-6);
+    EXPECT_DOUBLE_EQ(m.path[NBR_PATH_NETWORK].bandwidth, 0.125e9);
+    EXPECT_EQ(m.nics, 4);
+    EXPECT_DOUBLE_EQ(m.nic_bandwidth, 25e9);
+    EXPECT_DOUBLE_EQ(nbr_path_seconds(&m, NBR_PATH_NETWORK, 125000), 10e-6 + 1e-3);
+    EXPECT_STREQ(nbr_path_name(NBR_PATH_GPU), "gpu");
+}
+
+TEST(MachineFile, WritesWhatItReads)
+{
+    nbr_machine_t m{}, back{};
+    char why[256];
+    ASSERT_EQ(nbr_machine_parse(full, &m, why, sizeof why), NBR_SUCCESS);
+    m.path[NBR_PATH_SOCKET].alpha = 1.0 / 3 * 1e-6; // not a round number
+    char *text = nullptr;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
+    fclose(out);
+    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why << "\n"
+                                                                            << text;
+    free(text);
+    EXPECT_STREQ(back.name, m.name);
+    for (int k = 0; k < NBR_NUM_PATHS; k++) {
+        EXPECT_NEAR(back.path[k].alpha, m.path[k].alpha, 1e-15 * m.path[k].alpha) << k;
+        EXPECT_NEAR(back.path[k].bandwidth, m.path[k].bandwidth, 1e-15 * m.path[k].bandwidth);
+    }
+    EXPECT_EQ(back.nics, m.nics);
+    EXPECT_DOUBLE_EQ(back.nic_bandwidth, m.nic_bandwidth);
+}
+
+// Each broken file names the line and what is wrong with it.
+TEST(MachineFile, ErrorsNameTheLine)
+{
+    const std::string head = "nbrcoll-machine 1\n";
+    const std::string paths = "path copy alpha_us=1 gbytes_per_s=1\n"
+                              "path device alpha_us=1 gbytes_per_s=1\n"
+                              "path socket alpha_us=1 gbytes_per_s=1\n"
+                              "path node alpha_us=1 gbytes_per_s=1\n"
+                              "path gpu alpha_us=1 gbytes_per_s=1\n"
+                              "path network alpha_us=1 gbytes_per_s=1\n";
+    struct Case {
+        std::string text, expect;
+    } cases[] = {
+        {"", "line 1: empty file"},
+        {"nbrcoll-topology 1\n", "line 1: expected 'nbrcoll-machine 1'"},
+        {"nbrcoll-machine 2\n", "line 1: expected 'nbrcoll-machine 1'"},
+        {head + "path copy alpha_us=1\n", "line 2: gbytes_per_s= missing"},
+        {head + "path copy gbytes_per_s=1\n", "line 2: alpha_us= missing"},
+        {head + "path copy alpha_us=-1 gbytes_per_s=1\n", "line 2: -1: negative"},
+        {head + "path copy alpha_us=1 gbytes_per_s=0\n", "line 2: gbytes_per_s must be above 0"},
+        {head + "path copy alpha_us=x gbytes_per_s=1\n", "line 2: 'x' is not a number"},
+        {head + "path disk alpha_us=1 gbytes_per_s=1\n", "line 2: unknown path 'disk'"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1 beta=2\n", "line 2: unknown attribute"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1\npath copy alpha_us=1 gbytes_per_s=1\n",
+         "line 3: path copy given twice"},
+        {head + "colour blue\n", "line 2: unknown key 'colour'"},
+        {head + "name a b\n", "line 2: 'name' takes one word"},
+        {head + paths, "line 8: missing 'nics'"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1\nnics 1 gbytes_per_s=1\n",
+         "line 4: missing 'path device'"},
+        {head + paths + "nics 0 gbytes_per_s=1\n", "line 8: 0 outside 1..1024"},
+        {head + paths + "nics 2\n", "line 8: gbytes_per_s= missing"},
+        {head + paths + "nics 2 gbytes_per_s=1\nnics 2 gbytes_per_s=1\n",
+         "line 9: 'nics' given twice"},
+    };
+    for (const Case &c : cases) {
+        nbr_machine_t m{};
+        char why[256] = "";
+        EXPECT_EQ(nbr_machine_parse(c.text.c_str(), &m, why, sizeof why), NBR_ERR_ARG) << c.text;
+        EXPECT_NE(std::string(why).find(c.expect), std::string::npos)
+            << "got: " << why << "\nexpected: " << c.expect << "\nfor:\n"
+            << c.text;
+    }
+    nbr_machine_t m{};
+    char why[256] = "";
+    EXPECT_EQ(nbr_machine_parse((head + paths + "nics 1 gbytes_per_s=1\n").c_str(), &m, why,
+                                sizeof why),
+              NBR_SUCCESS)
+        << why;
+    EXPECT_STREQ(m.name, "unnamed");
+    EXPECT_EQ(nbr_machine_load("/no/such/file.machine", &m, why, sizeof why), NBR_ERR_IO);
+    EXPECT_NE(std::string(why).find("/no/such/file.machine"), std::string::npos);
+}
+
+// The stored files load and say what they are.
+TEST(MachineFile, StoredFiles)
+{
+    for (const char *name : {"frontier-slingshot", "dgx-h100-ndr"}) {
+        nbr_machine_t m{};
+        char why[512];
+        std::string path = std::string(NBR_SOURCE_DIR) + "/topo/" + name + ".machine";
+        ASSERT_EQ(nbr_machine_load(path.c_str(), &m, why, sizeof why), NBR_SUCCESS) << why;
+        EXPECT_STREQ(m.name, name);
+        for (int k = 0; k < NBR_NUM_PATHS; k++)
+            EXPECT_GT(m.path[k].bandwidth, 0) << name << " " << k;
+        // the network is the slowest way between ranks and its start-up the longest
+        EXPECT_LT(m.path[NBR_PATH_NETWORK].bandwidth, m.path[NBR_PATH_SOCKET].bandwidth * 10);
+        EXPECT_GT(m.path[NBR_PATH_NETWORK].alpha, m.path[NBR_PATH_SOCKET].alpha);
+        EXPECT_GE(m.nics, 1);
+    }
+}
+
+} // namespace

@@ -1,0 +1,296 @@
+// The plan simulator on small plans whose times are computed by hand, then
+// on whole jobs of every algorithm.
+#include "plan_fixture.h"
+
+extern "C" {
+#include "alg/leader/leader_pattern.h"
+#include "plan/sim.h"
+#include "topo/machine.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+// Round numbers, so the expected times below are easy to check by hand.
+nbr_machine_t test_machine()
+{
+    nbr_machine_t m{};
+    snprintf(m.name, sizeof m.name, "test");
+    const double us = 1e-6, gbs = 1e9;
+    m.path[NBR_PATH_COPY] = {0.5 * us, 10 * gbs};
+    m.path[NBR_PATH_DEVICE] = {4 * us, 1000 * gbs};
+    m.path[NBR_PATH_SOCKET] = {1 * us, 5 * gbs};
+    m.path[NBR_PATH_NODE] = {2 * us, 4 * gbs};
+    m.path[NBR_PATH_GPU] = {8 * us, 50 * gbs};
+    m.path[NBR_PATH_NETWORK] = {10 * us, 1 * gbs};
+    m.nics = 1;
+    m.nic_bandwidth = 1 * gbs;
+    return m;
+}
+
+// Plans written op by op: phases[r][p] lists rank r's ops of phase p.
+struct Op {
+    nbr_op_kind_t kind;
+    int peer;
+    size_t bytes;
+    int tag = 0;
+};
+
+struct Plans {
+    std::vector<nbr_plan_t> plans;
+    explicit Plans(const std::vector<std::vector<std::vector<Op>>> &phases,
+                   const nbr_locality_t *loc = nullptr)
+        : plans(phases.size())
+    {
+        int n = (int)phases.size();
+        for (int r = 0; r < n; r++) {
+            nbr_plan_t *plan = &plans[r];
+            nbr_plan_init(plan, r, n, NBR_COLL_ALLGATHER, "hand");
+            size_t offset = 0;
+            for (const auto &phase : phases[r]) {
+                EXPECT_EQ(nbr_plan_begin_phase(plan), NBR_SUCCESS);
+                for (const Op &op : phase) {
+                    int rc = op.kind == NBR_OP_SEND
+                                 ? nbr_plan_add_send(plan, op.peer, op.tag, NBR_BUF_SEND, 0, op.bytes)
+                             : op.kind == NBR_OP_RECV
+                                 ? nbr_plan_add_recv(plan, op.peer, op.tag, NBR_BUF_RECV, offset,
+                                                     op.bytes)
+                                 : nbr_plan_add_copy(plan, NBR_BUF_RECV, offset, NBR_BUF_SEND, 0,
+                                                     op.bytes);
+                    EXPECT_EQ(rc, NBR_SUCCESS);
+                    offset += op.bytes;
+                }
+            }
+            EXPECT_EQ(nbr_plan_seal(plan, loc ? loc->node_of : nullptr,
+                                    loc ? loc->socket_of : nullptr),
+                      NBR_SUCCESS);
+        }
+    }
+    ~Plans()
+    {
+        for (auto &p : plans)
+            nbr_plan_free(&p);
+    }
+};
+
+struct Simulated {
+    nbr_sim_result_t result{};
+    std::vector<double> ends;
+    std::string message;
+    int rc;
+    Simulated(const Plans &p, const nbr_locality_t *loc, const nbr_machine_t &m, int device = 0)
+        : ends(p.plans.size())
+    {
+        nbr_sim_input_t in{(int)p.plans.size(), p.plans.data(), loc, &m, device};
+        char text[256];
+        rc = nbr_simulate(&in, &result, ends.data(), text, sizeof text);
+        message = text;
+    }
+};
+
+const double us = 1e-6;
+
+TEST(Simulator, OneMessageBetweenNodes)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 2, 1); // ranks 0 and 1 on nodes 0 and 1
+    Plans p({{{{NBR_OP_SEND, 1, 1000}}}, {{{NBR_OP_RECV, 0, 1000}}}}, &two.loc);
+    Simulated run(p, &two.loc, m);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    // alpha 10 us + 1000 B at 1 GB/s (1 us); both ends complete together
+    EXPECT_NEAR(run.result.seconds, 11 * us, 1e-12);
+    EXPECT_NEAR(run.ends[0], 11 * us, 1e-12);
+    EXPECT_NEAR(run.ends[1], 11 * us, 1e-12);
+    EXPECT_EQ(run.result.messages[NBR_PATH_NETWORK], 1u);
+    EXPECT_EQ(run.result.bytes[NBR_PATH_NETWORK], 1000u);
+    EXPECT_EQ(run.result.max_rank_network_messages, 1u);
+}
+
+TEST(Simulator, PathsByPlace)
+{
+    nbr_machine_t m = test_machine();
+    nbr_locality_t loc{};
+    ASSERT_EQ(nbr_locality_virtual(8, 4, 2, &loc), NBR_SUCCESS); // 2 nodes x 2 sockets x 2
+    nbr_sim_input_t in{8, nullptr, &loc, &m, 0};
+    EXPECT_EQ(nbr_sim_path(&in, 0, 0), NBR_PATH_COPY);
+    EXPECT_EQ(nbr_sim_path(&in, 0, 1), NBR_PATH_SOCKET);
+    EXPECT_EQ(nbr_sim_path(&in, 0, 2), NBR_PATH_NODE);
+    EXPECT_EQ(nbr_sim_path(&in, 0, 4), NBR_PATH_NETWORK);
+    in.device_buffers = 1;
+    EXPECT_EQ(nbr_sim_path(&in, 0, 0), NBR_PATH_DEVICE);
+    EXPECT_EQ(nbr_sim_path(&in, 0, 2), NBR_PATH_GPU);
+    EXPECT_EQ(nbr_sim_path(&in, 3, 4), NBR_PATH_NETWORK);
+    in.locality = nullptr; // one node, one socket
+    in.device_buffers = 0;
+    EXPECT_EQ(nbr_sim_path(&in, 0, 7), NBR_PATH_SOCKET);
+    nbr_locality_free(&loc);
+}
+
+// Four ranks of node 0 each send 1 MB to their partner on node 1 at once:
+// one NIC per node carries them one after the other.
+TEST(Simulator, ContendedNodeLink)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 8, 4);
+    std::vector<std::vector<std::vector<Op>>> phases(8);
+    for (int r = 0; r < 4; r++) {
+        phases[r] = {{{NBR_OP_SEND, r + 4, 1000000}}};
+        phases[r + 4] = {{{NBR_OP_RECV, r, 1000000}}};
+    }
+    Plans p(phases, &two.loc);
+    Simulated run(p, &two.loc, m);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    // each rank's own port: 10 us + 1 ms; the NIC serialises 4 ms of bytes
+    // after the first start-up: the last arrives at 10 us + 4 ms
+    EXPECT_NEAR(run.result.seconds, 10 * us + 4e-3, 1e-9);
+    std::vector<double> ends(run.ends.begin(), run.ends.begin() + 4);
+    std::sort(ends.begin(), ends.end());
+    for (int k = 0; k < 4; k++)
+        EXPECT_NEAR(ends[k], 10 * us + (k + 1) * 1e-3, 1e-9) << k;
+    // two NICs per node: two streams at once, 2 ms
+    m.nics = 2;
+    Simulated two_nics(p, &two.loc, m);
+    ASSERT_EQ(two_nics.rc, NBR_SUCCESS);
+    EXPECT_NEAR(two_nics.result.seconds, 10 * us + 2e-3, 1e-9);
+}
+
+// Rank 0 sends to rank 1 on its socket; rank 1 forwards to rank 2 on the
+// other node in a second phase.
+TEST(Simulator, TwoPhaseRelay)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
+    Plans p({{{{NBR_OP_SEND, 1, 5000}}},
+             {{{NBR_OP_RECV, 0, 5000}}, {{NBR_OP_SEND, 2, 5000}}},
+             {{{NBR_OP_RECV, 1, 5000}}},
+             {}},
+            &two.loc);
+    Simulated run(p, &two.loc, m);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    const double hop1 = 1 * us + 5000 / 5e9;  // socket: 1 us + 1 us
+    const double hop2 = 10 * us + 5000 / 1e9; // network: 10 us + 5 us
+    EXPECT_NEAR(run.ends[0], hop1, 1e-12);
+    EXPECT_NEAR(run.ends[1], hop1 + hop2, 1e-12);
+    EXPECT_NEAR(run.ends[2], hop1 + hop2, 1e-12);
+    EXPECT_EQ(run.ends[3], 0.0); // nothing to do
+    EXPECT_NEAR(run.result.seconds, hop1 + hop2, 1e-12);
+    EXPECT_NE(run.result.last_rank, 0);
+}
+
+// A rank's sends go out one after the other; its copies run beside them.
+TEST(Simulator, PortSerialisesSendsCopiesOverlap)
+{
+    nbr_machine_t m = test_machine();
+    Plans p({{{{NBR_OP_SEND, 1, 5000}, {NBR_OP_SEND, 2, 5000}, {NBR_OP_SEND, 3, 5000},
+               {NBR_OP_COPY, -1, 10000}}},
+             {{{NBR_OP_RECV, 0, 5000}}},
+             {{{NBR_OP_RECV, 0, 5000}}},
+             {{{NBR_OP_RECV, 0, 5000}}}});
+    Simulated run(p, nullptr, m); // one node, one socket
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    const double each = 1 * us + 5000 / 5e9; // 2 us
+    EXPECT_NEAR(run.ends[1], each, 1e-12);
+    EXPECT_NEAR(run.ends[2], 2 * each, 1e-12);
+    EXPECT_NEAR(run.ends[3], 3 * each, 1e-12);
+    EXPECT_NEAR(run.ends[0], 3 * each, 1e-12); // the copy (1.5 us) hides behind them
+    EXPECT_EQ(run.result.messages[NBR_PATH_COPY], 1u);
+    EXPECT_EQ(run.result.bytes[NBR_PATH_COPY], 10000u);
+    // a long copy outlasts the sends
+    Plans q({{{{NBR_OP_SEND, 1, 5000}, {NBR_OP_COPY, -1, 100000}}}, {{{NBR_OP_RECV, 0, 5000}}}});
+    Simulated longer(q, nullptr, m);
+    ASSERT_EQ(longer.rc, NBR_SUCCESS);
+    EXPECT_NEAR(longer.ends[0], 0.5 * us + 100000 / 1e10, 1e-12);
+}
+
+// A receive posted late holds the message, and its sender, until then.
+TEST(Simulator, LateReceiverHoldsTheSender)
+{
+    nbr_machine_t m = test_machine();
+    Plans p({{{{NBR_OP_SEND, 1, 0}}},
+             {{{NBR_OP_COPY, -1, 1000000}}, {{NBR_OP_RECV, 0, 0}}}});
+    Simulated run(p, nullptr, m);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    const double copy = 0.5 * us + 1e6 / 1e10; // 100.5 us
+    EXPECT_NEAR(run.ends[1], copy, 1e-12);
+    EXPECT_NEAR(run.ends[0], copy, 1e-12);
+}
+
+// The node model's GPU pair bandwidth wins for device buffers.
+TEST(Simulator, GpuPairsFromTheNodeModel)
+{
+    nbr_machine_t m = test_machine();
+    Machine node("mi250-4gpu.topo", 8, 8);
+    ASSERT_GT(node.loc.model.num_gpus, 1);
+    double pair = NBR_TOPO_AT(&node.loc.model, bandwidth, 0, 1);
+    ASSERT_GT(pair, 0);
+    Plans p({{{{NBR_OP_SEND, 1, 1000000}}}, {{{NBR_OP_RECV, 0, 1000000}}}, {}, {}, {}, {}, {}, {}},
+            &node.loc);
+    Simulated run(p, &node.loc, m, 1);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    EXPECT_NEAR(run.result.seconds, 8 * us + 1e6 / (pair * 1e9), 1e-12);
+    EXPECT_EQ(run.result.messages[NBR_PATH_GPU], 1u);
+    Simulated host(p, &node.loc, m, 0); // the same bytes through host memory
+    EXPECT_NEAR(host.result.seconds, 1 * us + 1e6 / 5e9, 1e-12);
+}
+
+TEST(Simulator, HangsAndUnmatchedMessagesAreErrors)
+{
+    nbr_machine_t m = test_machine();
+    // each waits for the other's second-phase message first
+    Plans cycle({{{{NBR_OP_RECV, 1, 8, 1}}, {{NBR_OP_SEND, 1, 8, 0}}},
+                 {{{NBR_OP_RECV, 0, 8, 0}}, {{NBR_OP_SEND, 0, 8, 1}}}});
+    Simulated hang(cycle, nullptr, m);
+    EXPECT_EQ(hang.rc, NBR_ERR_INTERNAL);
+    EXPECT_NE(hang.message.find("hang"), std::string::npos) << hang.message;
+    Plans lonely({{{{NBR_OP_SEND, 1, 8}}}, {}});
+    Simulated unmatched(lonely, nullptr, m);
+    EXPECT_EQ(unmatched.rc, NBR_ERR_INTERNAL);
+    EXPECT_NE(unmatched.message.find("no matching receive"), std::string::npos)
+        << unmatched.message;
+}
+
+// Whole jobs: every algorithm's plans simulate; fewer, larger messages
+// (halving) beat one per edge on a slow network with many small blocks.
+TEST(Simulator, WholeJobsOfEveryAlgorithm)
+{
+    nbr_machine_t m = test_machine();
+    nbr_graph_t g{};
+    const int n = 64;
+    ASSERT_EQ(nbr_graph_erdos_renyi(n, 0.5, 5, &g), NBR_SUCCESS);
+    Machine nodes("frontier-mi250x.topo", n, 8);
+    LayoutParams lp;
+    lp.block = 64;
+    double naive_seconds = 0, halving_seconds = 0;
+    const nbr_leader_params_t every_block{0};
+    for (int i = 0; i < nbr_algorithm_count(); i++) {
+        const nbr_algorithm_t *a = nbr_algorithm_at(i);
+        SCOPED_TRACE(a->name);
+        WholeJob w(&g, lp, &nodes.loc);
+        if (std::string(a->name) == "leader")
+            w.params = &every_block;
+        ASSERT_EQ(w.build(a), NBR_SUCCESS) << w.message();
+        nbr_sim_input_t in{n, w.plans.data(), &nodes.loc, &m, 0};
+        nbr_sim_result_t result{};
+        char message[256];
+        ASSERT_EQ(nbr_simulate(&in, &result, nullptr, message, sizeof message), NBR_SUCCESS)
+            << message;
+        EXPECT_GT(result.seconds, 0);
+        EXPECT_LE(result.mean_seconds, result.seconds);
+        uint64_t network = 0;
+        for (int r = 0; r < n; r++)
+            network += w.plans[r].stats.msgs_inter_node;
+        EXPECT_EQ(result.messages[NBR_PATH_NETWORK], network) << "the plans' own count";
+        if (std::string(a->name) == "naive")
+            naive_seconds = result.seconds;
+        if (std::string(a->name) == "halving")
+            halving_seconds = result.seconds;
+    }
+    EXPECT_LT(halving_seconds, naive_seconds);
+    nbr_graph_free(&g);
+}
+
+} // namespace
