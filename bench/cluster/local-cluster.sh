@@ -62,9 +62,13 @@ Ranks 0..R-1 run on node1, R..2R-1 on node2, and so on.
 
 Environment:
   LC_MPIRUN_ARGS  extra mpirun arguments, split on whitespace.  A default
-                  MCA parameter (pml, btl, ...) or --bind-to named here is
-                  not passed by the script, so this can override it, e.g.
-                  LC_MPIRUN_ARGS="--mca pml ucx".
+                  MCA parameter (pml, btl, mpi_yield_when_idle, ...) or
+                  --bind-to named here is not passed by the script, so this
+                  can override it, e.g. LC_MPIRUN_ARGS="--mca pml ucx".
+  LC_GSO_SIZE, LC_GSO_SEGS, LC_BURST
+                  for experiments: the largest packet the links hand their
+                  shapers (bytes, segments) and the token bucket (bytes);
+                  see "Links" in bench/README.md.
   NBR_*, PATH, LD_LIBRARY_PATH are forwarded to all ranks; ranks start in
   the current directory.
 EOF
@@ -150,13 +154,28 @@ make_ns() {
 # Shapes egress of one interface to RATE (token bucket), plus optional netem
 # delay as its child.  Shaping both ends of a node's veth limits the node's
 # upload and download separately, like a full-duplex NIC.
+#
+# The bucket holds ~1 ms of traffic but at least 64 KiB, so that one
+# segmentation-offload packet (up to 64 KiB) fits and the kernel need not
+# split it.  The price: a message that finds the bucket full leaves at
+# once, so single messages of 8-128 KiB cross about twice as fast as the
+# rate (bench/README.md, "Links", has the measurements). Smaller packets
+# and buckets pace them, but then the timers of the shaper and the CPU cost
+# of each packet lose 20-50 % of the rate, and under the load of a 4 x 4
+# job an allgather of 64 KiB blocks took 10-16 ms instead of 6.5 ms. Neither
+# netem nor fq, which pace without a bucket, exists in every kernel (this
+# one has tbf and htb only). LC_GSO_SIZE / LC_GSO_SEGS / LC_BURST override
+# the packet size and bucket for experiments.
 shape() {
     local ns=$1 dev=$2 delay=$3 bytes burst
     bytes=$(rate_to_bytes "$RATE")
-    # Bucket of ~1 ms of traffic but at least 64 KiB, so one GSO super-packet
-    # fits and the kernel need not split it; 50 ms of queue keeps TCP from
-    # dropping (a drop costs a 200 ms retransmit timeout, ruining timings).
-    burst=$(( bytes / 1000 > 65536 ? bytes / 1000 : 65536 ))
+    if [[ -n ${LC_GSO_SIZE:-}${LC_GSO_SEGS:-} ]]; then
+        ip -n "$ns" link set dev "$dev" gso_max_size "${LC_GSO_SIZE:-65536}" \
+            gso_max_segs "${LC_GSO_SEGS:-64}"
+    fi
+    # 50 ms of queue keeps TCP from dropping (a drop costs a 200 ms
+    # retransmit timeout, ruining timings).
+    burst=${LC_BURST:-$(( bytes / 1000 > 65536 ? bytes / 1000 : 65536 ))}
     tc -n "$ns" qdisc add dev "$dev" root handle 1: \
         tbf rate "$RATE" burst "$burst" latency 50ms
     if [[ -n $delay ]]; then
@@ -256,6 +275,12 @@ build_mpirun() {
             --mca oob_tcp_if_include "$SUBNET")
     user_has pml || MPIRUN+=(--mca pml ob1)
     user_has btl || MPIRUN+=(--mca btl "self,vader,tcp")
+    # All ranks of all "nodes" share this machine's few cores. Open MPI only
+    # yields the CPU when it sees a node oversubscribed, and ours are not
+    # (R slots each): busy-polling ranks then hold a core for whole time
+    # slices while the rank with the next message waits, and an 8-byte
+    # allgather on 4 x 4 took 64 ms, in steps of the scheduler's tick.
+    user_has mpi_yield_when_idle || MPIRUN+=(--mca mpi_yield_when_idle 1)
     # 2 cores are shared by all "nodes"; binding would pin ranks of
     # different nodes onto the same core.
     user_has --bind-to || MPIRUN+=(--bind-to none)

@@ -123,7 +123,7 @@ TEST(MachineFile, ErrorsNameTheLine)
 // The stored files load and say what they are.
 TEST(MachineFile, StoredFiles)
 {
-    for (const char *name : {"frontier-slingshot", "dgx-h100-ndr"}) {
+    for (const char *name : {"emulated-4x4-1gbit", "frontier-slingshot", "dgx-h100-ndr"}) {
         nbr_machine_t m{};
         char why[512];
         std::string path = std::string(NBR_SOURCE_DIR) + "/topo/" + name + ".machine";

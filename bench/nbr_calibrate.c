@@ -1,0 +1,363 @@
+/*
+ * nbr_calibrate: measures the machine it runs on and writes its machine
+ * parameters (src/topo/machine.h) for the simulator and nbr_sim.
+ *
+ * Rank 0 ping-pongs with one partner per path it can find: a rank of its
+ * own socket, of another socket of its node (virtual sockets with
+ * --ranks-per-socket), of another node (MPI_COMM_TYPE_SHARED tells nodes
+ * apart). For each it sweeps message sizes, takes the one-way time (half a
+ * round trip, the median of several batches), and fits a start-up (the
+ * least time of the three smallest sizes) and a bandwidth (the slope
+ * between the two largest sizes). The network interface's bandwidth comes from every rank of the
+ * first node streaming to a rank of the second at once. Copies are timed
+ * with memcpy. Paths it cannot measure here (a second socket, GPUs) are
+ * taken from --base FILE, or left at placeholders, and the file says so.
+ *
+ *   mpirun -np N nbr_calibrate [--output FILE] [--name NAME] [--base FILE]
+ *          [--ranks-per-socket S] [--max-bytes B] [--sweep]
+ *          [--link-gbit G --link-delay-us D]
+ *
+ * --sweep prints every size's measured one-way time next to what the fitted
+ * parameters predict; with --link-gbit it also prints what the configured
+ * link (rate and one-way delay, as given to the emulated cluster) allows.
+ */
+#include "harness/common.h"
+#include "harness/options.h"
+#include "topo/machine.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG 11
+#define MAX_SIZES 16
+
+typedef struct options {
+    const char *output, *name, *base;
+    int ranks_per_socket;
+    uint64_t max_bytes;
+    int sweep;
+    double link_gbit, link_delay_us;
+} options_t;
+
+static int apply(const char *name, const char *val, void *ctx, char *err, size_t errlen)
+{
+    options_t *o = ctx;
+    long l = 0;
+    int bad = 0;
+    if (!strcmp(name, "output"))
+        o->output = val;
+    else if (!strcmp(name, "name"))
+        o->name = val;
+    else if (!strcmp(name, "base"))
+        o->base = val;
+    else if (!strcmp(name, "ranks-per-socket")) {
+        bad = bh_parse_long(val, 1, 1 << 20, &l);
+        o->ranks_per_socket = (int)l;
+    } else if (!strcmp(name, "max-bytes"))
+        bad = bh_parse_bytes(val, &o->max_bytes) || o->max_bytes < 1024 ||
+              o->max_bytes > (UINT64_C(1) << 30);
+    else if (!strcmp(name, "sweep"))
+        o->sweep = strcmp(val, "0") != 0;
+    else if (!strcmp(name, "link-gbit"))
+        bad = (o->link_gbit = atof(val)) <= 0;
+    else if (!strcmp(name, "link-delay-us"))
+        bad = (o->link_delay_us = atof(val)) < 0;
+    else {
+        snprintf(err, errlen, "unknown option '--%s'", name);
+        return -1;
+    }
+    if (bad)
+        snprintf(err, errlen, "bad value '%s' for --%s", val, name);
+    return bad ? -1 : 0;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One-way seconds for `bytes` between rank 0 and peer: the median of 5
+ * batches of round trips, each batch long enough to be timed (at least
+ * 20 trips or 20 ms). Both ranks call it; others do not. */
+static double pingpong(int me, int peer, char *buf, int bytes)
+{
+    double batch[5];
+    int trips = 1;
+    for (int b = -1; b < 5; b++) { /* batch -1: warm-up and trip count */
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < trips; i++) {
+            if (me == 0) {
+                MPI_Send(buf, bytes, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
+                MPI_Recv(buf, bytes, MPI_BYTE, peer, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(buf, bytes, MPI_BYTE, 0, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, bytes, MPI_BYTE, 0, TAG, MPI_COMM_WORLD);
+            }
+        }
+        double t = MPI_Wtime() - t0;
+        if (b < 0) {
+            /* rank 0 decides the trip count, its partner follows */
+            int want = t > 0 ? (int)(0.02 / t) + 1 : 20;
+            want = want < 20 ? 20 : want > 10000 ? 10000 : want;
+            if (me == 0)
+                MPI_Send(&want, 1, MPI_INT, peer, TAG + 1, MPI_COMM_WORLD);
+            else
+                MPI_Recv(&want, 1, MPI_INT, 0, TAG + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            trips = want;
+            continue;
+        }
+        batch[b] = t / trips / 2;
+    }
+    qsort(batch, 5, sizeof(double), compare_double);
+    return batch[2];
+}
+
+typedef struct fit {
+    int peer;
+    int num_sizes;
+    int sizes[MAX_SIZES];
+    double seconds[MAX_SIZES];
+    double alpha, bandwidth;
+} fit_t;
+
+/* Sizes 8 B, then x4 up to max_bytes; alpha from the smallest three (the
+ * least of them: one late batch must not set the start-up), the bandwidth
+ * from the slope between the two largest. */
+static void measure_path(int me, int peer, char *buf, uint64_t max_bytes, fit_t *f)
+{
+    f->peer = peer;
+    f->num_sizes = 0;
+    if (peer < 0)
+        return;
+    for (uint64_t bytes = 8; bytes <= max_bytes && f->num_sizes < MAX_SIZES; bytes *= 4) {
+        double s = 0;
+        if (me == 0 || me == peer)
+            s = pingpong(me, peer, buf, (int)bytes);
+        f->sizes[f->num_sizes] = (int)bytes;
+        f->seconds[f->num_sizes++] = s;
+    }
+    int n = f->num_sizes;
+    f->alpha = f->seconds[0];
+    for (int i = 1; i < 3 && i < n; i++)
+        f->alpha = f->seconds[i] < f->alpha ? f->seconds[i] : f->alpha;
+    double dt = f->seconds[n - 1] - f->seconds[n - 2];
+    f->bandwidth = dt > 0 ? (f->sizes[n - 1] - f->sizes[n - 2]) / dt
+                          : f->sizes[n - 1] / f->seconds[n - 1];
+}
+
+/* Every rank of node 0 streams `bytes` x reps to its counterpart on node
+ * 1 at once: the interface's rate is the bytes over the slowest time. */
+static double stream_rate(const int *node_of, const int *local_of, int n, int me, char *buf,
+                          int bytes)
+{
+    int partner = -1, reps = 8;
+    for (int r = 0; r < n; r++)
+        if (node_of[me] == 0 && node_of[r] == 1 && local_of[r] == local_of[me])
+            partner = r;
+        else if (node_of[me] == 1 && node_of[r] == 0 && local_of[r] == local_of[me])
+            partner = r;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; partner >= 0 && i < reps; i++) {
+        if (node_of[me] == 0)
+            MPI_Send(buf, bytes, MPI_BYTE, partner, TAG + 2, MPI_COMM_WORLD);
+        else
+            MPI_Recv(buf, bytes, MPI_BYTE, partner, TAG + 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    if (partner >= 0 && node_of[me] == 1) /* the last byte arrived: tell the sender */
+        MPI_Send(buf, 0, MPI_BYTE, partner, TAG + 3, MPI_COMM_WORLD);
+    else if (partner >= 0)
+        MPI_Recv(buf, 0, MPI_BYTE, partner, TAG + 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    double t = MPI_Wtime() - t0, slowest = 0;
+    int streams = partner >= 0 && node_of[me] == 0, total = 0;
+    MPI_Reduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&streams, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    return slowest > 0 ? (double)total * reps * bytes / slowest : 0;
+}
+
+/* Keeps the compiler from dropping copies nobody reads. */
+static volatile char sink;
+
+/* memcpy: start-up from many small copies, bandwidth from a large one. */
+static void measure_copy(char *buf, size_t bytes, nbr_path_cost_t *cost)
+{
+    char *to = malloc(bytes);
+    if (!to)
+        return;
+    memcpy(to, buf, bytes); /* touch */
+    double t0 = MPI_Wtime();
+    int k = 0;
+    for (; k < 100000; k++) {
+        memcpy(to + (k % 1024) * 8, buf + (k % 64), 8);
+        sink = to[(k * 7) % 8192];
+    }
+    double small = (MPI_Wtime() - t0) / k;
+    double best = 1e9;
+    for (int i = 0; i < 5; i++) {
+        t0 = MPI_Wtime();
+        memcpy(to, buf, bytes);
+        sink = to[bytes / 2 + (size_t)i];
+        double t = MPI_Wtime() - t0;
+        best = t < best ? t : best;
+    }
+    cost->alpha = small;
+    cost->bandwidth = (double)bytes / best;
+    free(to);
+}
+
+static void print_sweep(FILE *out, const char *what, const fit_t *f, const options_t *o,
+                        int network)
+{
+    if (f->peer < 0)
+        return;
+    fprintf(out, "# sweep %s (rank 0 <-> rank %d): bytes, one-way us, MB/s, fit us, fit/measured%s\n",
+            what, f->peer, network && o->link_gbit > 0 ? ", link us, link/measured" : "");
+    for (int i = 0; i < f->num_sizes; i++) {
+        double s = f->seconds[i], fit = f->alpha + f->sizes[i] / f->bandwidth;
+        fprintf(out, "#   %9d %12.2f %10.2f %12.2f %7.3f", f->sizes[i], s * 1e6,
+                f->sizes[i] / s / 1e6, fit * 1e6, fit / s);
+        if (network && o->link_gbit > 0) {
+            double link = o->link_delay_us * 1e-6 + f->sizes[i] * 8.0 / (o->link_gbit * 1e9);
+            fprintf(out, " %12.2f %7.3f", link * 1e6, link / s);
+        }
+        fprintf(out, "\n");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int me, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    options_t o = {.name = "calibrated", .max_bytes = 16 * BH_MIB};
+    char err[256] = "";
+    bh_set_progname("nbr_calibrate");
+    int parsed = bh_parse_argv(argc, argv, apply, &o, err, sizeof err);
+    if (parsed != 0) {
+        if (me == 0 && parsed < 0)
+            fprintf(stderr, "nbr_calibrate: %s\n", err);
+        if (me == 0)
+            fprintf(stderr, "usage: mpirun -np N nbr_calibrate [--output FILE] [--name NAME] "
+                            "[--base FILE] [--ranks-per-socket S] [--max-bytes B] [--sweep 1] "
+                            "[--link-gbit G --link-delay-us D]\n");
+        MPI_Finalize();
+        return parsed < 0 ? BH_EXIT_USAGE : 0;
+    }
+    nbr_machine_t m = {0};
+    char why[512] = "";
+    int from_base = 0;
+    if (o.base) {
+        if (nbr_machine_load(o.base, &m, why, sizeof why) != 0) {
+            if (me == 0)
+                fprintf(stderr, "nbr_calibrate: %s\n", why);
+            MPI_Finalize();
+            return 1;
+        }
+        from_base = 1;
+    }
+    snprintf(m.name, sizeof m.name, "%s", o.name);
+
+    /* where every rank is: node (shared memory), local index, socket */
+    MPI_Comm node;
+    int local = 0, leader = 0, node_id = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    leader = local == 0;
+    MPI_Scan(&leader, &node_id, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    node_id--;
+    MPI_Bcast(&node_id, 1, MPI_INT, 0, node);
+    int *node_of = malloc((size_t)n * sizeof(int)), *local_of = malloc((size_t)n * sizeof(int));
+    MPI_Allgather(&node_id, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Allgather(&local, 1, MPI_INT, local_of, 1, MPI_INT, MPI_COMM_WORLD);
+    int spr = o.ranks_per_socket;
+    int socket_peer = -1, node_peer = -1, network_peer = -1;
+    for (int r = 1; r < n; r++) {
+        int same_socket = !spr || local_of[r] / spr == local_of[0] / spr;
+        if (node_of[r] == node_of[0] && same_socket && socket_peer < 0)
+            socket_peer = r;
+        if (node_of[r] == node_of[0] && !same_socket && node_peer < 0)
+            node_peer = r;
+        if (node_of[r] != node_of[0] && network_peer < 0)
+            network_peer = r;
+    }
+    char *buf = calloc(1, (size_t)o.max_bytes);
+    fit_t socket, other_socket, network;
+    measure_path(me, socket_peer, buf, o.max_bytes, &socket);
+    MPI_Barrier(MPI_COMM_WORLD);
+    measure_path(me, node_peer, buf, o.max_bytes, &other_socket);
+    MPI_Barrier(MPI_COMM_WORLD);
+    measure_path(me, network_peer, buf, o.max_bytes, &network);
+    double nic = network_peer >= 0
+                     ? stream_rate(node_of, local_of, n, me, buf, (int)(o.max_bytes / 4))
+                     : 0;
+    int nodes = 0;
+    for (int r = 0; r < n; r++)
+        nodes = node_of[r] + 1 > nodes ? node_of[r] + 1 : nodes;
+
+    if (me == 0) {
+        const char *measured = "measured";
+        const char *kept = from_base ? "from --base" : "not measured: placeholder";
+        nbr_path_cost_t copy;
+        measure_copy(buf, (size_t)o.max_bytes, &copy);
+        m.path[NBR_PATH_COPY] = copy;
+        const char *how[NBR_NUM_PATHS] = {measured, kept, kept, kept, kept, kept};
+        if (socket.peer >= 0) {
+            m.path[NBR_PATH_SOCKET] = (nbr_path_cost_t){socket.alpha, socket.bandwidth};
+            how[NBR_PATH_SOCKET] = measured;
+        } else if (!from_base) {
+            m.path[NBR_PATH_SOCKET] = copy; /* one rank per node: never used */
+        }
+        if (other_socket.peer >= 0) {
+            m.path[NBR_PATH_NODE] = (nbr_path_cost_t){other_socket.alpha, other_socket.bandwidth};
+            how[NBR_PATH_NODE] = measured;
+        } else if (!from_base) {
+            m.path[NBR_PATH_NODE] = m.path[NBR_PATH_SOCKET]; /* one socket: never used */
+        }
+        if (network.peer >= 0) {
+            m.path[NBR_PATH_NETWORK] = (nbr_path_cost_t){network.alpha, network.bandwidth};
+            m.nics = 1;
+            m.nic_bandwidth = nic;
+            how[NBR_PATH_NETWORK] = measured;
+        } else if (!from_base) {
+            m.path[NBR_PATH_NETWORK] = m.path[NBR_PATH_SOCKET];
+            m.nics = 1;
+            m.nic_bandwidth = m.path[NBR_PATH_SOCKET].bandwidth;
+        }
+        if (!from_base) { /* no GPU measured here: host copies stand in */
+            m.path[NBR_PATH_DEVICE] = m.path[NBR_PATH_COPY];
+            m.path[NBR_PATH_GPU] = m.path[NBR_PATH_NODE];
+        }
+        FILE *out = o.output ? fopen(o.output, "w") : stdout;
+        if (!out) {
+            fprintf(stderr, "nbr_calibrate: cannot write %s\n", o.output);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        fprintf(out, "# %s: written by nbr_calibrate on %d ranks, %d nodes%s\n", m.name, n, nodes,
+                spr ? " (virtual sockets)" : "");
+        for (int k = 0; k < NBR_NUM_PATHS; k++)
+            fprintf(out, "#   path %-7s %s\n", nbr_path_name((nbr_path_t)k), how[k]);
+        fprintf(out, "#   nics: %s\n", network.peer >= 0 ? "measured, all ranks of node 0 "
+                                                        "streaming to node 1 at once"
+                                                      : kept);
+        if (o.sweep) {
+            print_sweep(out, "socket", &socket, &o, 0);
+            print_sweep(out, "node", &other_socket, &o, 0);
+            print_sweep(out, "network", &network, &o, 1);
+            if (network.peer >= 0)
+                fprintf(out, "# nic: %.2f MB/s%s\n", nic / 1e6, "");
+        }
+        nbr_machine_write(&m, out);
+        if (out != stdout)
+            fclose(out);
+    }
+    free(buf);
+    free(node_of);
+    free(local_of);
+    MPI_Comm_free(&node);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# nbr_calibrate measures this machine (4 ranks, virtual sockets of 2: the
+# socket and node paths) and writes a machine file that nbr_sim then reads
+# and predicts with: the two tools agree on the format, and the measured
+# numbers are sane (positive, the file says what was measured).
+# usage: calibrate_then_simulate.sh MPIEXEC_PREFIX... -- BUILD_DIR
+set -euo pipefail
+mpiexec=()
+while [[ $1 != -- ]]; do mpiexec+=("$1"); shift; done
+build=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"${mpiexec[@]}" -np 4 "$build/bench/nbr_calibrate" --ranks-per-socket 2 --max-bytes 256Ki \
+    --name local-test --output "$work/local.machine"
+cat "$work/local.machine"
+grep -q "^name local-test$" "$work/local.machine"
+grep -q "path socket  measured" "$work/local.machine"
+grep -q "path node    measured" "$work/local.machine"
+grep -q "path network not measured" "$work/local.machine"
+"$build/bench/nbr_sim" --machine "$work/local.machine" --ranks 16 --ranks-per-node 16 \
+    --ranks-per-socket 8 --min-bytes 1Ki --max-bytes 1Ki --algorithms naive,halving |
+    tee "$work/sim.txt"
+grep -Eq "^halving +1Ki +[0-9]+\.[0-9]+ +[0-9.]+" "$work/sim.txt"
