@@ -16,7 +16,16 @@
  *
  * Configuration (MPI_Info key / environment variable; the environment wins):
  *   nbr_algorithm        / NBR_ALGORITHM        algorithm name, see
- *                                               nbr_algorithm_names()
+ *                                               nbr_algorithm_names();
+ *                                               default auto: priced per
+ *                                               call signature (README)
+ *   nbr_machine          / NBR_MACHINE          machine parameters auto
+ *                                               prices with (a .machine
+ *                                               file; default built in)
+ *   nbr_auto_whole_graph_ranks / NBR_AUTO_WHOLE_GRAPH_RANKS
+ *                                               auto prices halving and
+ *                                               combining up to this many
+ *                                               ranks (1024)
  *   nbr_ranks_per_node   / NBR_RANKS_PER_NODE   split the job into virtual
  *                                               nodes of this many ranks
  *   nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET virtual CPU sockets inside
@@ -161,7 +170,9 @@ NBR_API const char *nbr_algorithm_names(void);
 /* One-line description of an algorithm, or NULL if the name is unknown. */
 NBR_API const char *nbr_algorithm_description(const char *name);
 
-/* Name of the algorithm in use on comm (sets the communicator up if needed). */
+/* Name of the algorithm in use on comm (sets the communicator up if
+ * needed): the one configured, or with auto the one it chose for the latest
+ * call ("auto" before any). */
 NBR_API int nbr_comm_algorithm(MPI_Comm comm, const char **name);
 
 /* --------------------------------------------------------- blocking */

@@ -1,9 +1,11 @@
 #include "alg/registry.h"
 
 #include "alg/builder.h"
+#include "alg/select.h"
 #include "base/log.h"
 
 #include <nbrcoll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +49,7 @@ const nbr_algorithm_t *nbr_algorithm_find(const char *name)
     return NULL;
 }
 
-const nbr_algorithm_t *nbr_default_algorithm(void)
+const nbr_algorithm_t *nbr_baseline_algorithm(void)
 {
     return table[0];
 }
@@ -55,7 +57,7 @@ const nbr_algorithm_t *nbr_default_algorithm(void)
 int nbr_algorithm_lookup(const char *what, const char *name, const nbr_algorithm_t **algorithm)
 {
     *algorithm = nbr_algorithm_find(name);
-    if (*algorithm)
+    if (*algorithm || (name && strcmp(name, NBR_AUTO_NAME) == 0))
         return NBR_SUCCESS;
     NBR_ERROR("%s: unknown algorithm '%s' (known: %s)", what, name, nbr_algorithm_names());
     return NBR_ERR_ALGORITHM;
@@ -210,9 +212,9 @@ const char *nbr_algorithm_names(void)
     /* Built from the table once; the table is constant. */
     static char names[256];
     if (names[0] == '\0') {
+        snprintf(names, sizeof names, "%s", NBR_AUTO_NAME);
         for (int i = 0; i < NUM_ALGORITHMS; i++) {
-            if (i)
-                strncat(names, ",", sizeof names - strlen(names) - 1);
+            strncat(names, ",", sizeof names - strlen(names) - 1);
             strncat(names, table[i]->name, sizeof names - strlen(names) - 1);
         }
     }
@@ -221,6 +223,10 @@ const char *nbr_algorithm_names(void)
 
 const char *nbr_algorithm_description(const char *name)
 {
+    if (name && strcmp(name, NBR_AUTO_NAME) == 0)
+        return "the default: for each call signature every candidate's plan is priced on the "
+               "machine model (nbr_machine) and the cheapest is taken, naive unless another "
+               "wins by 10 %";
     const nbr_algorithm_t *algorithm = nbr_algorithm_find(name);
     return algorithm ? algorithm->description : NULL;
 }

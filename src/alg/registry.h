@@ -114,10 +114,11 @@ int nbr_algorithm_count(void);
 const nbr_algorithm_t *nbr_algorithm_at(int index);
 int nbr_algorithm_index(const nbr_algorithm_t *algorithm);
 const nbr_algorithm_t *nbr_algorithm_find(const char *name);
-const nbr_algorithm_t *nbr_default_algorithm(void);
+const nbr_algorithm_t *nbr_baseline_algorithm(void);
 
-/* Looks name up; logs the known names when it is not one (what: the
- * setting that named it). NBR_ERR_ALGORITHM then. */
+/* Looks name up; "auto" (automatic selection, alg/select.h) gives NULL.
+ * Logs the known names when it is neither (what: the setting that named
+ * it) and returns NBR_ERR_ALGORITHM. */
 int nbr_algorithm_lookup(const char *what, const char *name, const nbr_algorithm_t **algorithm);
 
 /* Every algorithm's parameters, loaded together (each row reads its own

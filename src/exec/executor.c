@@ -20,6 +20,19 @@ void nbr_exec_domain_free(nbr_exec_domain_t *domain)
     domain->device = NULL;
 }
 
+int nbr_exec_on_device(const nbr_exec_domain_t *domain, const nbr_exec_buffer_t *buffer)
+{
+    const struct nbr_device_ctx *ctx = domain->device;
+    nbr_mem_kind_t kind = NBR_MEM_HOST;
+    int device = -1;
+    if (!ctx || !buffer->user || buffer->staged)
+        return 0;
+    if (ctx->memory == NBR_MEMORY_DEVICE)
+        return 1;
+    return ctx->backend->pointer_kind(buffer->user, &kind, &device) == NBR_SUCCESS &&
+           kind == NBR_MEM_DEVICE;
+}
+
 int nbr_executor_create(nbr_exec_domain_t *domain, nbr_executor_t **exec)
 {
     *exec = NULL;

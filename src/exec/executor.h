@@ -96,6 +96,10 @@ int nbr_exec_domain_init(nbr_exec_domain_t *domain, MPI_Comm comm, int comm_id,
                          const nbr_exec_options_t *options, const nbr_locality_t *locality);
 void nbr_exec_domain_free(nbr_exec_domain_t *domain);
 
+/* Whether buffer is device memory, as the domain's executors will treat it
+ * (always 0 when the device layer is off). */
+int nbr_exec_on_device(const nbr_exec_domain_t *domain, const nbr_exec_buffer_t *buffer);
+
 int nbr_executor_create(nbr_exec_domain_t *domain, nbr_executor_t **exec);
 /* Binds to a plan: buffers are send, receive and scratch (base NULL:
  * the executor allocates what the plan needs, on the device when a user

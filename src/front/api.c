@@ -2,6 +2,7 @@
  * state (comm.c) and requests (request.c) do the work. */
 #include "front/comm.h"
 #include "front/discover.h"
+#include "alg/select.h"
 #include "base/engine.h"
 #include "base/log.h"
 #include "front/request.h"
@@ -182,7 +183,9 @@ int nbr_comm_algorithm(MPI_Comm comm, const char **name)
         return NBR_ERR_ARG;
     int rc = nbr_comm_get(comm, MPI_INFO_NULL, &state);
     if (rc == NBR_SUCCESS)
-        *name = state->config.algorithm->name;
+        *name = state->last_algorithm    ? state->last_algorithm->name
+                : state->config.algorithm ? state->config.algorithm->name
+                                          : NBR_AUTO_NAME;
     return rc;
 }
 

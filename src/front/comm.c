@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "alg/node_lists.h"
+#include "alg/select.h"
 #include "device/backend.h"
 
 #include <errno.h>
@@ -84,8 +85,9 @@ void nbr_comm_release(nbr_comm_t *state)
         return;
     if (state->spare_request)
         state->free_spare(state->spare_request);
-    if (state->pattern)
-        nbr_algorithm_free_pattern(state->config.algorithm, state->pattern);
+    for (int i = 0; state->patterns && i < nbr_algorithm_count(); i++)
+        nbr_algorithm_free_pattern(nbr_algorithm_at(i), state->patterns[i]);
+    free(state->patterns);
     for (int c = 0; c < NBR_NUM_COLLECTIVES; c++)
         nbr_shared_plan_release(state->cache[c]);
     int finalized = 0;
@@ -125,8 +127,6 @@ static int read_neighbors(nbr_comm_t *state, MPI_Comm comm)
 out:
     return rc;
 }
-
-static int build_pattern(nbr_comm_t *state);
 
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
@@ -171,13 +171,19 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
                                    &state->locality));
     NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
-    NBR_CHECK(nbr_comm_provide(state, config.algorithm->needs));
-    NBR_CHECK(nbr_agree(comm, build_pattern(state)));
+    state->patterns = calloc((size_t)nbr_algorithm_count(), sizeof(void *));
+    NBR_CHECK(nbr_agree(comm, state->patterns ? NBR_SUCCESS : NBR_ERR_NOMEM));
+    if (config.algorithm) { /* its facts and pattern now; auto's when it prices */
+        const void *pattern = NULL;
+        NBR_CHECK(nbr_comm_provide(state, config.algorithm->needs));
+        NBR_CHECK(nbr_agree(comm, nbr_comm_pattern(state, config.algorithm, &pattern)));
+    }
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
     NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
              "in/out degree %d/%d", state->id, state->nranks, state->locality.num_nodes,
              state->locality.model.source, state->locality.model.num_gpus,
-             state->config.algorithm->name, state->indegree, state->outdegree);
+             state->config.algorithm ? state->config.algorithm->name : NBR_AUTO_NAME,
+             state->indegree, state->outdegree);
     *out_state = state;
     return NBR_SUCCESS;
 out:
@@ -318,15 +324,23 @@ nbr_plan_input_t nbr_comm_input_for(const nbr_comm_t *state, const nbr_algorithm
     nbr_plan_input_t input = plan_input(state);
     input.layout = layout;
     input.params = nbr_algorithm_params_of(&state->config.params, algorithm);
-    input.pattern = algorithm == state->config.algorithm ? state->pattern : NULL;
+    int index = nbr_algorithm_index(algorithm);
+    input.pattern = state->patterns && index >= 0 ? state->patterns[index] : NULL;
     return input;
 }
 
 /* The communicator's algorithm builds its count-independent part once. */
-static int build_pattern(nbr_comm_t *state)
+int nbr_comm_pattern(nbr_comm_t *state, const nbr_algorithm_t *algorithm, const void **pattern)
 {
-    nbr_plan_input_t input = nbr_comm_input_for(state, state->config.algorithm, NULL);
-    return nbr_algorithm_build_pattern(state->config.algorithm, &input, &state->pattern);
+    int index = nbr_algorithm_index(algorithm), rc = NBR_SUCCESS;
+    if (index < 0 || !state->patterns)
+        return NBR_ERR_INTERNAL;
+    if (!state->patterns[index]) {
+        nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, NULL);
+        rc = nbr_algorithm_build_pattern(algorithm, &input, &state->patterns[index]);
+    }
+    *pattern = state->patterns[index];
+    return rc;
 }
 
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
@@ -334,9 +348,10 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   nbr_shared_plan_t **out_plan)
 {
     /* plans that depend on other ranks' sizes are this call's alone */
-    int cacheable = algorithm == state->config.algorithm && !block_sizes;
+    int cacheable = !block_sizes;
     nbr_shared_plan_t *cached = state->cache[layout->coll];
-    if (cacheable && cached && nbr_layout_equal(&cached->layout, layout)) {
+    if (cacheable && cached && cached->algorithm == algorithm &&
+        nbr_layout_equal(&cached->layout, layout)) {
         cached->refs++;
         *out_plan = cached;
         return NBR_SUCCESS;
@@ -345,14 +360,18 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
     if (!shared)
         return NBR_ERR_NOMEM;
     shared->refs = 1;
+    shared->algorithm = algorithm;
     int rc = nbr_layout_copy(&shared->layout, layout);
     if (rc != NBR_SUCCESS) {
         free(shared);
         return rc;
     }
+    const void *pattern = NULL;
+    rc = nbr_comm_pattern(state, algorithm, &pattern);
     nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, &shared->layout);
     input.block_sizes = block_sizes;
-    rc = nbr_build_plan(algorithm, &input, &shared->plan);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_build_plan(algorithm, &input, &shared->plan);
     if (rc != NBR_SUCCESS) {
         nbr_layout_free(&shared->layout);
         free(shared);

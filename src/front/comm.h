@@ -15,9 +15,26 @@
  * requests running it. */
 typedef struct nbr_shared_plan {
     int refs;
+    const nbr_algorithm_t *algorithm;
     nbr_layout_t layout;
     nbr_plan_t plan;
 } nbr_shared_plan_t;
+
+/* What automatic selection decided for one call signature: the collective
+ * and, for allgather, the block size (the same on every rank, so every rank
+ * sees the same signatures in the same order). The v-forms' sizes differ
+ * between ranks, so no rank can tell whether another's changed: each decides
+ * once, at its first blocking or nonblocking call (persistent requests
+ * decide at _init). */
+typedef struct nbr_decision {
+    int valid;
+    nbr_collective_t coll;
+    size_t block_bytes;
+    const nbr_algorithm_t *algorithm;
+    unsigned long long last_use;
+} nbr_decision_t;
+
+#define NBR_DECISIONS 32
 
 typedef struct nbr_comm {
     int refs;
@@ -26,7 +43,7 @@ typedef struct nbr_comm {
     int rank, nranks;
     int indegree, outdegree;
     int *sources, *destinations;
-    nbr_config_t config; /* with the communicator's algorithm */
+    nbr_config_t config; /* with the communicator's algorithm (NULL: auto) */
     nbr_locality_t locality;
     nbr_exec_domain_t exec; /* how its requests run: MPI or device executor */
     nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
@@ -41,8 +58,13 @@ typedef struct nbr_comm {
     /* NBR_NEEDS_WHOLE_GRAPH: every rank's out-list (CSR). */
     int *graph_out_offsets;
     int *graph_out_targets;
-    /* The algorithm's count-independent pattern, built once at set-up. */
-    void *pattern;
+    /* Every algorithm's count-independent pattern, by registry index: the
+     * communicator's built at set-up, others when first needed. */
+    void **patterns;
+    /* auto: what it decided, per signature (least recently used replaced) */
+    nbr_decision_t decisions[NBR_DECISIONS];
+    unsigned long long decision_clock;
+    const nbr_algorithm_t *last_algorithm; /* of the latest call; NULL: none yet */
     /* A finished non-persistent request kept for the next call, so that a
      * blocking call allocates nothing in the steady state. Holds no
      * reference on this state; freed with it by free_spare (requests are
@@ -77,20 +99,25 @@ void nbr_comm_release(nbr_comm_t *state);
 /* Tag base for the next collective call (advances its kind's sequence). */
 int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent);
 
-/* The plan for this layout with this algorithm: the cached one when the
- * layout matches, else a new one (cached when algorithm is the
- * communicator's and block_sizes is NULL: see nbr_plan_input_t). Returned
+/* The plan for this layout with this algorithm: the cached one when it is
+ * the collective's last plan, of this algorithm and layout; else a new one
+ * (cached unless block_sizes is given: see nbr_plan_input_t), with the
+ * algorithm's pattern built and kept first if it has none yet. Returned
  * referenced: release with nbr_shared_plan_release. */
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   const nbr_layout_t *layout, const size_t *block_sizes,
                   nbr_shared_plan_t **plan);
 
 /* What a builder of algorithm sees of this communicator: its facts, the
- * algorithm's parameters and (for the communicator's algorithm) pattern.
- * layout may be NULL (building a pattern). */
+ * algorithm's parameters and, when built, its pattern. layout may be NULL
+ * (building a pattern). */
 nbr_plan_input_t nbr_comm_input_for(const nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                                     const nbr_layout_t *layout);
 void nbr_shared_plan_release(nbr_shared_plan_t *plan);
+
+/* algorithm's pattern (NULL for algorithms without one), built now from
+ * the facts its needs name (which nbr_comm_provide gathered) when absent. */
+int nbr_comm_pattern(nbr_comm_t *state, const nbr_algorithm_t *algorithm, const void **pattern);
 
 /* Gathers the set-up facts of needs (NBR_NEEDS_*) not gathered yet.
  * Collective over the comm: every rank passes the same needs. */

@@ -1,17 +1,19 @@
 #include "front/config.h"
 
 #include "base/log.h"
+#include "alg/select.h"
 #include "base/settings.h"
 
 #include <nbrcoll.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* nbr_algorithm / NBR_ALGORITHM, resolved to its row here and only here. */
+/* nbr_algorithm / NBR_ALGORITHM, resolved to its row (NULL: auto) here and
+ * only here. */
 static int load_algorithm(MPI_Info info, const nbr_algorithm_t **algorithm)
 {
     char name[NBR_NAME_MAX];
-    snprintf(name, sizeof name, "%s", (*algorithm)->name);
+    snprintf(name, sizeof name, "%s", *algorithm ? (*algorithm)->name : NBR_AUTO_NAME);
     int rc = nbr_setting_string(info, "nbr_algorithm", "NBR_ALGORITHM", name, sizeof name);
     return rc == NBR_SUCCESS ? nbr_algorithm_lookup("nbr_algorithm", name, algorithm) : rc;
 }
@@ -33,13 +35,35 @@ static int load_memory(MPI_Info info, nbr_memory_mode_t *mode)
     return NBR_ERR_INFO;
 }
 
+/* nbr_machine / NBR_MACHINE: a machine file, or the built-in default. A
+ * file that cannot be read is an error, never quietly the default: a typo
+ * must not change which algorithm runs. */
+static int load_machine(MPI_Info info, nbr_machine_t *machine)
+{
+    char path[NBR_PATH_MAX] = "", why[NBR_PATH_MAX + 256];
+    int rc = nbr_setting_string(info, "nbr_machine", "NBR_MACHINE", path, sizeof path);
+    nbr_machine_default(machine);
+    if (rc != NBR_SUCCESS || !path[0])
+        return rc;
+    rc = nbr_machine_load(path, machine, why, sizeof why);
+    if (rc != NBR_SUCCESS) {
+        NBR_ERROR("nbr_machine: %s", why);
+        return NBR_ERR_INFO;
+    }
+    return NBR_SUCCESS;
+}
+
 int nbr_config_load(MPI_Info info, nbr_config_t *config)
 {
     int rc = NBR_SUCCESS;
     memset(config, 0, sizeof(*config));
-    config->algorithm = nbr_default_algorithm();
+    config->algorithm = NULL; /* auto */
     NBR_CHECK(load_algorithm(info, &config->algorithm));
     NBR_CHECK(nbr_algorithm_params_load(info, &config->params));
+    NBR_CHECK(load_machine(info, &config->machine));
+    config->auto_whole_graph_ranks = 1024;
+    NBR_CHECK(nbr_setting_int(info, "nbr_auto_whole_graph_ranks", "NBR_AUTO_WHOLE_GRAPH_RANKS",
+                              0, &config->auto_whole_graph_ranks));
     NBR_CHECK(nbr_setting_int(info, "nbr_ranks_per_node", "NBR_RANKS_PER_NODE", 0,
                               &config->ranks_per_node));
     NBR_CHECK(nbr_setting_int(info, "nbr_ranks_per_socket", "NBR_RANKS_PER_SOCKET", 0,

@@ -5,6 +5,7 @@
 
 #include "alg/registry.h"
 #include "exec/executor.h"
+#include "topo/machine.h"
 
 #include <mpi.h>
 
@@ -12,8 +13,10 @@
 #define NBR_PATH_MAX 1024
 
 typedef struct nbr_config {
-    const nbr_algorithm_t *algorithm; /* the communicator's */
+    const nbr_algorithm_t *algorithm; /* the communicator's; NULL: auto */
     nbr_algorithm_params_t params;    /* every algorithm's own (owned) */
+    nbr_machine_t machine;            /* nbr_machine; what auto prices with */
+    int auto_whole_graph_ranks;       /* auto prices whole-graph algorithms up to this */
     int ranks_per_node;           /* 0: real nodes */
     int ranks_per_socket;         /* 0: one socket per node */
     char dump_dir[NBR_PATH_MAX];  /* empty: no plan dumps */
@@ -31,7 +34,8 @@ void nbr_config_free(nbr_config_t *config);
 int nbr_config_check(MPI_Info info);
 
 /* Only the algorithm key of a request's info (for _init calls); leaves
- * *algorithm untouched when absent. The environment still wins. */
+ * *algorithm untouched when absent, NULL for auto. The environment still
+ * wins. */
 int nbr_config_request_algorithm(MPI_Info info, const nbr_algorithm_t **algorithm);
 
 #endif

@@ -1,6 +1,7 @@
 #include "front/request.h"
 
 #include "base/log.h"
+#include "front/select.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -248,7 +249,7 @@ static void request_retire(nbr_request_t req)
 }
 
 /* The algorithm a request runs: the communicator's, or for a persistent
- * request the one its info names. Persistent set-up is collective, so the
+ * request the one its info names (NULL: auto, front/select.c). Persistent set-up is collective, so the
  * choice is agreed on every rank (same status, same algorithm) before
  * anything collective happens, and the node lists an algorithm needs are
  * gathered by every rank or by none. */
@@ -273,9 +274,9 @@ static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
             return NBR_ERR_ALGORITHM;
         }
     }
-    if ((rc = nbr_comm_provide(state, algorithm->needs)) != NBR_SUCCESS)
+    if (algorithm && (rc = nbr_comm_provide(state, algorithm->needs)) != NBR_SUCCESS)
         return rc;
-    *chosen = algorithm;
+    *chosen = algorithm; /* NULL: auto decides once the layout is known */
     return NBR_SUCCESS;
 }
 
@@ -389,19 +390,40 @@ static int bind(nbr_request_t req, nbr_comm_t *state, int tag_base, int persiste
     return nbr_executor_bind(req->exec, &req->plan->plan, buffers, tag_base, persistent);
 }
 
-static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
-                   nbr_comm_t *state, int tag_base, int persistent, nbr_request_t req)
+/* The call's buffers and layout: local work only. */
+static int describe_call(const nbr_call_t *call, nbr_comm_t *state, nbr_request_t req)
 {
     int rc = NBR_SUCCESS;
-    nbr_layout_t *layout = &req->layout;
     NBR_CHECK(check_call(call, state));
     req->send.user = (char *)call->sendbuf;
     req->recv.user = call->recvbuf;
     NBR_CHECK(describe_type(call->sendtype, &req->send));
     NBR_CHECK(describe_type(call->recvtype, &req->recv));
-    NBR_CHECK(build_layout(call, state, req, layout));
+    NBR_CHECK(build_layout(call, state, req, &req->layout));
     NBR_CHECK(stage(&req->send));
     NBR_CHECK(stage(&req->recv));
+out:
+    return rc;
+}
+
+/* req NULL: this rank could not allocate one; it still takes part in what
+ * is collective for persistent requests, so nobody waits for it. */
+static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
+                   nbr_comm_t *state, int tag_base, int persistent, nbr_request_t req)
+{
+    int rc = req ? describe_call(call, state, req) : NBR_ERR_NOMEM;
+    if (persistent) /* _init is collective: the steps below are too */
+        rc = nbr_agree(state->comm, rc);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    nbr_layout_t *layout = &req->layout;
+    if (!algorithm) {
+        nbr_exec_buffer_t send = exec_buffer(&req->send), recv = exec_buffer(&req->recv);
+        int device = nbr_exec_on_device(&state->exec, &send) ||
+                     nbr_exec_on_device(&state->exec, &recv);
+        NBR_CHECK(nbr_comm_select(state, layout, device, persistent, &algorithm));
+    }
+    state->last_algorithm = algorithm;
     if (algorithm->size_plan && call->coll == NBR_COLL_ALLGATHERV) {
         NBR_CHECK(exchange_block_sizes(state, algorithm, tag_base, layout, &req->block_sizes));
         req->sizes_differ = block_sizes_differ(state, layout, req->block_sizes);
@@ -445,10 +467,8 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
         req->persistent = persistent;
         req->comm = state;
         nbr_comm_retain(state);
-        rc = prepare(call, algorithm, state, tag_base, persistent, req);
-    } else {
-        rc = NBR_ERR_NOMEM; /* still agreed below: peers must not wait */
     }
+    rc = prepare(call, algorithm, state, tag_base, persistent, req);
     if (persistent)
         rc = nbr_agree(state->comm, rc); /* _init is collective: one status for all */
     if (rc != NBR_SUCCESS) {

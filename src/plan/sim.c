@@ -120,9 +120,9 @@ nbr_path_t nbr_sim_path(const nbr_sim_input_t *in, int a, int b)
 
 /* Bandwidth of one message on its path: the node model's GPU pair
  * bandwidth where it gives one, the machine's otherwise. */
-static double path_bandwidth(const sim_t *s, nbr_path_t path, int a, int b)
+static double path_bandwidth(const nbr_sim_input_t *in, nbr_path_t path, int a, int b)
 {
-    const nbr_locality_t *loc = s->in->locality;
+    const nbr_locality_t *loc = in->locality;
     if (path == NBR_PATH_GPU && loc && loc->gpu_of) {
         int x = loc->gpu_of[a], y = loc->gpu_of[b];
         const nbr_node_model_t *model = &loc->model;
@@ -130,11 +130,17 @@ static double path_bandwidth(const sim_t *s, nbr_path_t path, int a, int b)
             model->bandwidth && NBR_TOPO_AT(model, bandwidth, x, y) > 0)
             return NBR_TOPO_AT(model, bandwidth, x, y) * 1e9;
     }
-    return s->in->machine->path[path].bandwidth;
+    return in->machine->path[path].bandwidth;
 }
 
-/* Each rank's network interface: by its GPU when it has one, else by its
- * place among its node's ranks. */
+/* A rank's network interface on its node: by its GPU when it has one,
+ * else by its place among the node's on_node ranks. */
+static int nic_index(const nbr_locality_t *loc, int nics, int r, int on_node)
+{
+    int gpus = loc->model.num_gpus, gpu = loc->gpu_of ? loc->gpu_of[r] : -1;
+    return gpu >= 0 && gpus > 0 ? gpu * nics / gpus : loc->local_rank_of[r] * nics / on_node;
+}
+
 static int assign_nics(sim_t *s)
 {
     const nbr_locality_t *loc = s->in->locality;
@@ -150,13 +156,8 @@ static int assign_nics(sim_t *s)
     }
     for (int r = 0; loc && r < n; r++)
         on_node[loc->node_of[r]]++;
-    int gpus = loc ? loc->model.num_gpus : 0;
-    for (int r = 0; loc && r < n; r++) {
-        int gpu = loc->gpu_of ? loc->gpu_of[r] : -1;
-        int node = loc->node_of[r];
-        s->nic_of[r] = gpu >= 0 && gpus > 0 ? gpu * s->nics / gpus
-                                            : loc->local_rank_of[r] * s->nics / on_node[node];
-    }
+    for (int r = 0; loc && r < n; r++)
+        s->nic_of[r] = nic_index(loc, s->nics, r, on_node[loc->node_of[r]]);
     free(on_node);
     return NBR_SUCCESS;
 }
@@ -199,7 +200,7 @@ static int issue_send(sim_t *s, int r, double t)
     const nbr_machine_t *m = s->in->machine;
     nbr_path_t path = nbr_sim_path(s->in, r, op->peer);
     double alpha = m->path[path].alpha;
-    double arrival = t + alpha + (double)op->bytes / path_bandwidth(s, path, r, op->peer);
+    double arrival = t + alpha + (double)op->bytes / path_bandwidth(s->in, path, r, op->peer);
     st->port_free = arrival;
     if (path == NBR_PATH_NETWORK) {
         const nbr_locality_t *loc = s->in->locality;
@@ -342,4 +343,57 @@ int nbr_simulate(const nbr_sim_input_t *in, nbr_sim_result_t *result, double *ra
     free(s.network_bytes);
     free(s.heap);
     return rc;
+}
+
+/* ------------------------------------------------------------ one rank */
+
+/* Ranks of r's node on r's network interface, r included. */
+static int nic_sharers(const nbr_locality_t *loc, int nics, int r)
+{
+    int on_node = 0, sharing = 0, node = loc->node_of[r];
+    for (int q = 0; q < loc->nranks; q++)
+        on_node += loc->node_of[q] == node;
+    int mine = nic_index(loc, nics, r, on_node);
+    for (int q = 0; q < loc->nranks; q++)
+        sharing += loc->node_of[q] == node && nic_index(loc, nics, q, on_node) == mine;
+    return sharing > 0 ? sharing : 1;
+}
+
+double nbr_sim_rank_estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan)
+{
+    const nbr_machine_t *m = in->machine;
+    const nbr_locality_t *loc = in->locality;
+    int nics = m->nics > 0 ? m->nics : 1;
+    double sharers = loc ? nic_sharers(loc, nics, plan->rank) : 1, total = 0;
+    for (int p = 0; p < plan->num_phases; p++) {
+        const nbr_phase_t *phase = &plan->phases[p];
+        double port = 0, out = 0, in_bytes = 0, slowest = 0, copies = 0;
+        for (int i = phase->first_op; i < phase->first_op + phase->num_ops; i++) {
+            const nbr_op_t *op = &plan->ops[i];
+            if (op->kind == NBR_OP_COPY) {
+                copies += nbr_path_seconds(m, in->device_buffers ? NBR_PATH_DEVICE : NBR_PATH_COPY,
+                                           op->bytes);
+                continue;
+            }
+            nbr_path_t path = nbr_sim_path(in, plan->rank, op->peer);
+            double alone = m->path[path].alpha +
+                           (double)op->bytes / path_bandwidth(in, path, plan->rank, op->peer);
+            if (op->kind == NBR_OP_SEND) {
+                port += alone;
+                out += path == NBR_PATH_NETWORK ? (double)op->bytes : 0;
+            } else {
+                slowest = alone > slowest ? alone : slowest;
+                in_bytes += path == NBR_PATH_NETWORK ? (double)op->bytes : 0;
+            }
+        }
+        /* the interface carries this rank's bytes and, as much again, each
+         * other rank's on it: the ranks of a job move alike */
+        double nic = (out > in_bytes ? out : in_bytes) * sharers / m->nic_bandwidth;
+        double longest = port;
+        longest = nic > longest ? nic : longest;
+        longest = slowest > longest ? slowest : longest;
+        longest = copies > longest ? copies : longest;
+        total += longest;
+    }
+    return total;
 }

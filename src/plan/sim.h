@@ -64,6 +64,15 @@ typedef struct nbr_sim_result {
 int nbr_simulate(const nbr_sim_input_t *input, nbr_sim_result_t *result, double *rank_seconds,
                  char *message, size_t message_size);
 
+/* One rank's estimate of its own part, with no other rank's timing: its
+ * phases one after the other, each as long as the longest of its sends on
+ * its port, its bytes through its node's interface out or in (times the
+ * ranks sharing that interface: ranks of a job move alike), its slowest
+ * receive alone, and its copies. input->plans and nranks are not read.
+ * What automatic selection computes on every rank before one allreduce
+ * (max) makes it the job's. */
+double nbr_sim_rank_estimate(const nbr_sim_input_t *input, const nbr_plan_t *plan);
+
 /* The path a message from rank a to rank b takes (a == b: a copy). */
 nbr_path_t nbr_sim_path(const nbr_sim_input_t *input, int a, int b);
 

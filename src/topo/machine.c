@@ -3,6 +3,7 @@
 #include "topo/text.h"
 
 #include <nbrcoll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,4 +125,17 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
                 m->path[k].alpha * 1e6, m->path[k].bandwidth * 1e-9);
     fprintf(out, "nics %d gbytes_per_s=%.17g\n", m->nics, m->nic_bandwidth * 1e-9);
     return ferror(out) ? NBR_ERR_IO : NBR_SUCCESS;
+}
+
+void nbr_machine_default(nbr_machine_t *m)
+{
+    const double us = 1e-6, gbs = 1e9;
+    *m = (nbr_machine_t){.nics = 1, .nic_bandwidth = 12.5 * gbs};
+    snprintf(m->name, sizeof m->name, "generic-100gbit");
+    m->path[NBR_PATH_COPY] = (nbr_path_cost_t){0.3 * us, 10 * gbs};
+    m->path[NBR_PATH_DEVICE] = (nbr_path_cost_t){5 * us, 700 * gbs};
+    m->path[NBR_PATH_SOCKET] = (nbr_path_cost_t){0.5 * us, 10 * gbs};
+    m->path[NBR_PATH_NODE] = (nbr_path_cost_t){0.8 * us, 6 * gbs};
+    m->path[NBR_PATH_GPU] = (nbr_path_cost_t){8 * us, 50 * gbs};
+    m->path[NBR_PATH_NETWORK] = (nbr_path_cost_t){2 * us, 12.5 * gbs};
 }

@@ -57,6 +57,13 @@ static inline double nbr_path_seconds(const nbr_machine_t *m, nbr_path_t path, s
     return m->path[path].alpha + (double)bytes / m->path[path].bandwidth;
 }
 
+/* The parameters nbrcoll assumes when none are given (nbr_machine /
+ * NBR_MACHINE): a generic cluster of one 100 Gbit/s interface per node,
+ * 2 us between nodes, host shared memory, GPUs linked at 50 GB/s. Orders
+ * of magnitude, not a measurement: nbr_calibrate writes a file for the
+ * machine at hand. */
+void nbr_machine_default(nbr_machine_t *machine);
+
 /* Parses the text format; NBR_ERR_ARG with "line N: ..." in message. */
 int nbr_machine_parse(const char *text, nbr_machine_t *machine, char *message, size_t size);
 /* The same from a file; NBR_ERR_IO when it cannot be read. */

@@ -179,7 +179,12 @@ void run_graph_suite(const std::vector<GraphSpec> &specs, int gbase)
                 const char *name = nullptr;
                 const int rc = nbr_comm_algorithm(comm, &name);
                 EXPECT_EQ(rc, NBR_SUCCESS) << ctx << ": nbr_comm_algorithm";
-                if (rc == NBR_SUCCESS && name) {
+                if (rc == NBR_SUCCESS && name && algo == "auto") {
+                    // auto says what it chose for the latest call: a real one
+                    const std::vector<std::string> list = algorithm_names();
+                    EXPECT_NE(std::string(name), "auto") << ctx << ": auto chose nothing";
+                    EXPECT_NE(std::find(list.begin(), list.end(), name), list.end()) << ctx;
+                } else if (rc == NBR_SUCCESS && name) {
                     EXPECT_EQ(algo, name) << ctx << ": info nbr_algorithm not honoured";
                 }
             }

@@ -7,7 +7,9 @@
 
 #include <nbrcoll.h>
 extern "C" {
+#include "alg/select.h"
 #include "base/graph_gen.h"
+#include "front/select.h"
 }
 
 #include <cmath>
@@ -39,9 +41,13 @@ void check_graph(const nbr_graph_t *g, const std::string &what, const char *algo
     int rc = NBR_SUCCESS;
     const int me = world_rank(), indeg = (int)c.in.size(), P = world_size();
     const int L = ranks_per_socket();
-    const int bound = std::string(algorithm) != "halving" ? P
-                      : P > L ? (int)std::ceil(std::log2((double)P / L)) + 1
-                              : 0;
+    // halving keeps its off-socket bound; combining sends at most one
+    // message per rank; auto may choose leader, which splits blocks
+    const std::string name = algorithm;
+    const int bound = name == "auto"      ? INT32_MAX
+                      : name != "halving" ? P
+                      : P > L             ? (int)std::ceil(std::log2((double)P / L)) + 1
+                                          : 0;
     for (int n : {0, 1, 7, 1000, 65537}) {
         std::vector<int> send(n + 1), got((size_t)n * indeg + 1, -1),
             want((size_t)n * indeg + 1, -1);
@@ -175,7 +181,78 @@ TEST_P(PerAlgorithm, WaitsInDifferentOrders)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Host, PerAlgorithm, ::testing::Values("halving", "combining"));
+// auto: every rank prices every candidate for itself, and ranks do prefer
+// different ones (a star's centre sends to everyone, its leaves to one);
+// the job's price (the max) must still give one choice on every rank, the
+// one nbr_select_choose makes of those maxima, and results stay exact.
+TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
+{
+    const int me = world_rank(), P = world_size();
+    int differing = 0, checked = 0;
+    for (int shape = 0; shape < 3; shape++) {
+        nbr_graph_t g;
+        if (shape == 0)
+            nbr_graph_star(P, 0, 1, &g);
+        else if (shape == 1)
+            nbr_graph_erdos_renyi(P, 0.6, 31, &g);
+        else
+            nbr_graph_moore(P, 2, 2, &g);
+        nbrtest::RankComm c(&g, {{"nbr_algorithm", "auto"}, {"nbr_ranks_per_node", "2"}});
+        nbr_graph_free(&g);
+        if (!c.ready("auto", "auto"))
+            continue;
+        nbr_comm_t *state = nullptr;
+        EXPECT_EQ(nbr_comm_get(c.comm, MPI_INFO_NULL, &state), NBR_SUCCESS);
+        const int indeg = (int)c.in.size();
+        for (int n : {1, 64, 4096, 65536}) {
+            nbr_layout_t layout{};
+            nbr_layout_init(&layout, NBR_COLL_ALLGATHER, 1, indeg);
+            layout.send[0] = {0, (size_t)n * sizeof(int)};
+            for (int i = 0; i < indeg; i++)
+                layout.recv[i] = {(size_t)i * n * sizeof(int), (size_t)n * sizeof(int)};
+            std::vector<const nbr_algorithm_t *> cand(nbr_algorithm_count());
+            std::vector<double> mine(cand.size() + 1), job(cand.size() + 1);
+            int count = 0, fallback = -1;
+            EXPECT_EQ(nbr_select_local_prices(state, &layout, 0, cand.data(), mine.data(), &count,
+                                              &fallback),
+                      NBR_SUCCESS);
+            nbr_layout_free(&layout);
+            const int local = nbr_select_choose(mine.data(), count, fallback);
+            int low = 0, high = 0;
+            MPI_Allreduce(&local, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(&local, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            differing += low != high;
+            MPI_Allreduce(mine.data(), job.data(), count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            const int expected = nbr_select_choose(job.data(), count, fallback);
+            // the call itself, bit-exact, and what it chose
+            std::vector<int> send(n, me), got((size_t)n * indeg + 1, -1),
+                want((size_t)n * indeg + 1, -1);
+            nbrtest::fill_ints(send, me, n);
+            EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT,
+                                             c.comm),
+                      NBR_SUCCESS);
+            MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
+            EXPECT_EQ(got, want) << "shape " << shape << ", " << n << " ints, rank " << me;
+            const char *name = nullptr;
+            EXPECT_EQ(nbr_comm_algorithm(c.comm, &name), NBR_SUCCESS);
+            int index = -1;
+            for (int k = 0; k < count && name; k++)
+                if (std::string(cand[k]->name) == name)
+                    index = k;
+            EXPECT_EQ(index, expected) << "rank " << me << " ran " << (name ? name : "?");
+            MPI_Allreduce(&index, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(&index, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            EXPECT_EQ(low, high) << "ranks ran different algorithms";
+            checked++;
+        }
+    }
+    EXPECT_EQ(checked, 12);
+    if (P >= 4) {
+        EXPECT_GT(differing, 0) << "no case where ranks prefer different algorithms locally";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Host, PerAlgorithm, ::testing::Values("halving", "combining", "auto"));
 
 }  // namespace
 

@@ -7,12 +7,15 @@ extern "C" {
 #include "alg/combining.h"
 #include "alg/cost_model.h"
 #include "alg/leader/leader_pattern.h"
+#include "alg/select.h"
+#include "front/config.h"
 }
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -44,7 +47,7 @@ TEST(Registry, EveryRowDescribesItself)
     ASSERT_GE(nbr_algorithm_count(), 4);
     EXPECT_EQ(nbr_algorithm_at(-1), nullptr);
     EXPECT_EQ(nbr_algorithm_at(nbr_algorithm_count()), nullptr);
-    EXPECT_STREQ(nbr_default_algorithm()->name, "naive");
+    EXPECT_STREQ(nbr_baseline_algorithm()->name, "naive");
     for (const nbr_algorithm_t *a : rows()) {
         SCOPED_TRACE(a->name);
         EXPECT_TRUE(names.insert(a->name).second) << "names are unique";
@@ -66,7 +69,7 @@ TEST(Registry, EveryRowDescribesItself)
             EXPECT_TRUE(a->collectives & NBR_COLL_BIT(NBR_COLL_ALLGATHERV));
         }
     }
-    EXPECT_EQ(std::string(nbr_algorithm_names()), "naive,leader,halving,combining");
+    EXPECT_EQ(std::string(nbr_algorithm_names()), "auto,naive,leader,halving,combining");
     const nbr_algorithm_t *found = nullptr;
     EXPECT_EQ(nbr_algorithm_lookup("test", "no-such", &found), NBR_ERR_ALGORITHM);
     EXPECT_EQ(found, nullptr);
@@ -213,6 +216,66 @@ TEST(Registry, WholeJobsForEveryAlgorithm)
         for (int r = 0; r < n; r++)
             ASSERT_EQ(alone.plans[r].num_ops, w.plans[r].num_ops) << "rank " << r;
         nbr_job_free(&job);
+    }
+}
+
+// auto's rule: the cheapest, but the fallback unless beaten by the margin;
+// no price (negative, infinite) is never chosen.
+TEST(Selection, CheapestWinsOnlyByTheMargin)
+{
+    const double inf = std::numeric_limits<double>::infinity();
+    EXPECT_EQ(nbr_select_choose(std::vector<double>{10, 8, 12}.data(), 3, 0), 1);   // 20 % less
+    EXPECT_EQ(nbr_select_choose(std::vector<double>{10, 9.5, 12}.data(), 3, 0), 0); // 5 %: not enough
+    EXPECT_EQ(nbr_select_choose(std::vector<double>{10, 9.5, 8.9}.data(), 3, 0), 2);
+    EXPECT_EQ(nbr_select_choose(std::vector<double>{inf, 5, 7}.data(), 3, 0), 1);   // no fallback price
+    EXPECT_EQ(nbr_select_choose(std::vector<double>{10, -1, inf}.data(), 3, 0), 0);
+    EXPECT_EQ(nbr_select_choose(std::vector<double>{inf, inf}.data(), 2, 0), -1);
+    EXPECT_EQ(nbr_select_choose(std::vector<double>{3, 2}.data(), 2, -1), 1);       // no fallback
+    EXPECT_EQ(nbr_select_choose(std::vector<double>{0, 0, 0}.data(), 3, 0), 0);
+}
+
+TEST(Selection, CandidatesPlanTheCollective)
+{
+    const nbr_algorithm_t *naive = nbr_algorithm_find("naive"), *halving = nbr_algorithm_find("halving"),
+                          *combining = nbr_algorithm_find("combining");
+    EXPECT_TRUE(nbr_select_eligible(naive, NBR_COLL_ALLTOALLV, 100000, 0));
+    EXPECT_TRUE(nbr_select_eligible(halving, NBR_COLL_ALLGATHER, 1024, 1024));
+    EXPECT_FALSE(nbr_select_eligible(halving, NBR_COLL_ALLGATHER, 1025, 1024)); // whole graph
+    EXPECT_FALSE(nbr_select_eligible(halving, NBR_COLL_ALLTOALLV, 16, 1024));   // naive's plan
+    EXPECT_FALSE(nbr_select_eligible(combining, NBR_COLL_ALLGATHERV, 16, 1024));
+    EXPECT_STRNE(nbr_algorithm_description("auto"), nullptr);
+    const nbr_algorithm_t *found = naive;
+    EXPECT_EQ(nbr_algorithm_lookup("test", "auto", &found), NBR_SUCCESS);
+    EXPECT_EQ(found, nullptr);
+}
+
+// The configuration: auto and the built-in machine by default, a machine
+// file when named, an error for one that cannot be read.
+TEST(Selection, ConfigurationOfAuto)
+{
+    nbr_config_t config;
+    ASSERT_EQ(nbr_config_load(MPI_INFO_NULL, &config), NBR_SUCCESS);
+    EXPECT_EQ(config.algorithm, nullptr) << "auto is the default";
+    EXPECT_STREQ(config.machine.name, "generic-100gbit");
+    EXPECT_EQ(config.auto_whole_graph_ranks, 1024);
+    nbr_config_free(&config);
+    {
+        Env a("NBR_MACHINE", (std::string(NBR_SOURCE_DIR) + "/topo/dgx-h100-ndr.machine").c_str());
+        Env b("NBR_ALGORITHM", "naive");
+        ASSERT_EQ(nbr_config_load(MPI_INFO_NULL, &config), NBR_SUCCESS);
+        EXPECT_STREQ(config.machine.name, "dgx-h100-ndr");
+        EXPECT_EQ(config.algorithm, nbr_algorithm_find("naive"));
+        nbr_config_free(&config);
+    }
+    {
+        Env a("NBR_MACHINE", "/no/such.machine");
+        EXPECT_EQ(nbr_config_load(MPI_INFO_NULL, &config), NBR_ERR_INFO);
+    }
+    {
+        Env a("NBR_ALGORITHM", "auto");
+        ASSERT_EQ(nbr_config_load(MPI_INFO_NULL, &config), NBR_SUCCESS);
+        EXPECT_EQ(config.algorithm, nullptr);
+        nbr_config_free(&config);
     }
 }
 

@@ -237,6 +237,40 @@ TEST(Simulator, GpuPairsFromTheNodeModel)
     EXPECT_NEAR(host.result.seconds, 1 * us + 1e6 / 5e9, 1e-12);
 }
 
+// One rank's estimate of its own part, as auto computes it: no other
+// rank's timing, its interface shared by as many as use it.
+TEST(Simulator, RankEstimates)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 2, 1);
+    Plans one({{{{NBR_OP_SEND, 1, 1000}}}, {{{NBR_OP_RECV, 0, 1000}}}}, &two.loc);
+    nbr_sim_input_t in{2, nullptr, &two.loc, &m, 0};
+    EXPECT_NEAR(nbr_sim_rank_estimate(&in, &one.plans[0]), 11 * us, 1e-12); // its send
+    EXPECT_NEAR(nbr_sim_rank_estimate(&in, &one.plans[1]), 11 * us, 1e-12); // the message alone
+    // four ranks through one NIC: each counts the interface four times
+    Machine eight(nullptr, 8, 4);
+    std::vector<std::vector<std::vector<Op>>> phases(8);
+    for (int r = 0; r < 4; r++) {
+        phases[r] = {{{NBR_OP_SEND, r + 4, 1000000}}};
+        phases[r + 4] = {{{NBR_OP_RECV, r, 1000000}}};
+    }
+    Plans four(phases, &eight.loc);
+    nbr_sim_input_t in8{8, nullptr, &eight.loc, &m, 0};
+    EXPECT_NEAR(nbr_sim_rank_estimate(&in8, &four.plans[0]), 4e-3, 1e-9);
+    EXPECT_NEAR(nbr_sim_rank_estimate(&in8, &four.plans[5]), 4e-3, 1e-9);
+    // phases add up; a copy longer than the sends sets its phase
+    Machine four_ranks(nullptr, 4, 2);
+    Plans relay({{{{NBR_OP_SEND, 1, 5000}}},
+                 {{{NBR_OP_RECV, 0, 5000}}, {{NBR_OP_SEND, 2, 5000}, {NBR_OP_COPY, -1, 1000000}}},
+                 {{{NBR_OP_RECV, 1, 5000}}},
+                 {}},
+                &four_ranks.loc);
+    nbr_sim_input_t in4{4, nullptr, &four_ranks.loc, &m, 0};
+    EXPECT_NEAR(nbr_sim_rank_estimate(&in4, &relay.plans[1]),
+                (1 * us + 5000 / 5e9) + (0.5 * us + 1e6 / 1e10), 1e-12);
+    EXPECT_EQ(nbr_sim_rank_estimate(&in4, &relay.plans[3]), 0.0);
+}
+
 TEST(Simulator, HangsAndUnmatchedMessagesAreErrors)
 {
     nbr_machine_t m = test_machine();

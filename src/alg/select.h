@@ -1,0 +1,31 @@
+/* Automatic selection, the part that is pure: which algorithms may be
+ * priced for a call, and which price wins. The front end (front/select.c)
+ * builds each candidate's plan, has every rank price its own with the
+ * simulator's estimate, and turns them into one price per candidate with
+ * an allreduce (max) before asking nbr_select_choose. */
+#ifndef NBR_SELECT_H
+#define NBR_SELECT_H
+
+#include "alg/registry.h"
+
+/* The name users give for automatic selection (nbr_algorithm=auto). */
+#define NBR_AUTO_NAME "auto"
+
+/* A candidate must win by this fraction over the default plan (naive,
+ * which moves what MPI's own collectives move) to be chosen: an estimate
+ * is not a measurement, and losing to MPI is worse than not winning. */
+#define NBR_SELECT_MARGIN 0.10
+
+/* Whether algorithm is priced for coll on a communicator of nranks ranks:
+ * it plans coll itself (for the others it would only repeat naive's plan),
+ * and a whole-graph algorithm only up to whole_graph_ranks ranks (its
+ * set-up gathers every rank's out-list on every rank). */
+int nbr_select_eligible(const nbr_algorithm_t *algorithm, nbr_collective_t coll, int nranks,
+                        int whole_graph_ranks);
+
+/* The index of the cheapest of n prices (seconds; a negative or infinite
+ * price is no price): fallback (the default plan's index) unless another
+ * is cheaper than it by NBR_SELECT_MARGIN; -1 when none has a price. */
+int nbr_select_choose(const double *seconds, int n, int fallback);
+
+#endif

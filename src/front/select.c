@@ -1,0 +1,185 @@
+/* Automatic selection over a communicator (alg/select.h has the rule):
+ * every rank builds its own plan under every candidate algorithm, prices
+ * it with the simulator's one-rank estimate on the configured machine,
+ * one allreduce (max) turns the prices into the job's, and every rank
+ * takes the same cheapest. Decisions are kept per call signature. */
+#include "front/select.h"
+
+#include "alg/select.h"
+#include "base/log.h"
+#include "plan/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* allgather: the block size (equal on every rank); the v-forms: one
+ * decision per collective (see nbr_decision_t). */
+static size_t signature(const nbr_layout_t *layout)
+{
+    return layout->coll == NBR_COLL_ALLGATHER ? layout->send[0].bytes : 0;
+}
+
+static nbr_decision_t *find_decision(nbr_comm_t *state, const nbr_layout_t *layout)
+{
+    for (int i = 0; i < NBR_DECISIONS; i++) {
+        nbr_decision_t *d = &state->decisions[i];
+        if (d->valid && d->coll == layout->coll && d->block_bytes == signature(layout))
+            return d;
+    }
+    return NULL;
+}
+
+static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout,
+                          const nbr_algorithm_t *algorithm)
+{
+    nbr_decision_t *slot = &state->decisions[0];
+    for (int i = 0; i < NBR_DECISIONS; i++) {
+        nbr_decision_t *d = &state->decisions[i];
+        if (!d->valid || d->last_use < slot->last_use)
+            slot = d;
+        if (!d->valid)
+            break;
+    }
+    *slot = (nbr_decision_t){1, layout->coll, signature(layout), algorithm,
+                             ++state->decision_clock};
+}
+
+/* This rank's price of algorithm's plan for layout (seconds), or INFINITY
+ * when it cannot build one. allgatherv through relays: the blocks it
+ * forwards are priced at this rank's own size (their real sizes are only
+ * known from the size round the call runs), plus that round. */
+static double price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                    const nbr_layout_t *layout, int device_buffers)
+{
+    const void *pattern = NULL;
+    nbr_plan_t plan, sizes_plan;
+    nbr_layout_t sizes = {0};
+    size_t *block_sizes = NULL, *offset_of = NULL;
+    int relay = layout->coll == NBR_COLL_ALLGATHERV && algorithm->size_plan;
+    double seconds = INFINITY;
+    if (nbr_comm_pattern(state, algorithm, &pattern) != NBR_SUCCESS)
+        return INFINITY;
+    nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, layout);
+    nbr_sim_input_t machine = {.locality = &state->locality, .machine = &state->config.machine,
+                               .device_buffers = device_buffers};
+    if (relay) {
+        block_sizes = malloc(((size_t)state->nranks + 1) * sizeof(size_t));
+        offset_of = malloc(((size_t)state->nranks + 1) * sizeof(size_t));
+        if (!block_sizes || !offset_of ||
+            nbr_layout_init(&sizes, NBR_COLL_ALLGATHER, 1, state->indegree) != NBR_SUCCESS)
+            goto out;
+        for (int r = 0; r < state->nranks; r++)
+            block_sizes[r] = layout->send[0].bytes;
+        sizes.send[0] = (nbr_slot_t){0, sizeof(uint64_t)};
+        for (int i = 0; i < state->indegree; i++)
+            sizes.recv[i] = (nbr_slot_t){(size_t)i * sizeof(uint64_t), sizeof(uint64_t)};
+        input.block_sizes = block_sizes;
+    }
+    if (nbr_build_plan(algorithm, &input, &plan) != NBR_SUCCESS)
+        goto out;
+    seconds = nbr_sim_rank_estimate(&machine, &plan);
+    nbr_plan_free(&plan);
+    if (relay) {
+        nbr_plan_input_t round = nbr_comm_input_for(state, algorithm, &sizes);
+        if (nbr_build_size_plan(algorithm, &round, &sizes_plan, offset_of) != NBR_SUCCESS) {
+            seconds = INFINITY;
+            goto out;
+        }
+        seconds += nbr_sim_rank_estimate(&machine, &sizes_plan);
+        nbr_plan_free(&sizes_plan);
+    }
+out:
+    nbr_layout_free(&sizes);
+    free(block_sizes);
+    free(offset_of);
+    return seconds;
+}
+
+static void log_prices(const nbr_comm_t *state, const nbr_layout_t *layout, const double *job,
+                       const nbr_algorithm_t *const *candidates, int n, int chosen)
+{
+    if (!nbr_log_enabled(NBR_LOG_INFO))
+        return;
+    char text[512] = "";
+    size_t used = 0;
+    for (int k = 0; k < n && used < sizeof text; k++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %.1f us",
+                                 k ? ", " : "", candidates[k]->name, job[k] * 1e6);
+    NBR_INFO("comm %d: auto chose %s for %s (block %zu bytes, machine %s): %s", state->id,
+             candidates[chosen]->name, nbr_collective_name(layout->coll),
+             layout->send[0].bytes, state->config.machine.name, text);
+}
+
+int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
+                            const nbr_algorithm_t **candidates, double *prices, int *count,
+                            int *fallback)
+{
+    unsigned needs = 0;
+    *count = 0;
+    *fallback = -1;
+    for (int i = 0; i < nbr_algorithm_count(); i++) {
+        const nbr_algorithm_t *a = nbr_algorithm_at(i);
+        if (!nbr_select_eligible(a, layout->coll, state->nranks,
+                                 state->config.auto_whole_graph_ranks))
+            continue;
+        if (a == nbr_baseline_algorithm())
+            *fallback = *count;
+        needs |= a->needs;
+        candidates[(*count)++] = a;
+    }
+    int rc = nbr_comm_provide(state, needs); /* collective, agreed */
+    /* a rank that cannot plan a candidate prices it at infinity, so the
+     * job's price (the max) rules it out on every rank */
+    for (int k = 0; rc == NBR_SUCCESS && k < *count; k++)
+        prices[k] = price(state, candidates[k], layout, device_buffers);
+    return rc;
+}
+
+int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
+                    int persistent, const nbr_algorithm_t **chosen)
+{
+    nbr_decision_t *known = persistent ? NULL : find_decision(state, layout);
+    if (known) {
+        known->last_use = ++state->decision_clock;
+        *chosen = known->algorithm;
+        return NBR_SUCCESS;
+    }
+    int count = nbr_algorithm_count(), n = 0, fallback = -1, rc = NBR_SUCCESS;
+    const nbr_algorithm_t **candidates = malloc((size_t)count * sizeof(*candidates));
+    double *mine = malloc(((size_t)count + 1) * sizeof(double));
+    double *job = malloc(((size_t)count + 1) * sizeof(double));
+    rc = nbr_agree(state->comm, candidates && mine && job ? NBR_SUCCESS : NBR_ERR_NOMEM);
+    if (rc != NBR_SUCCESS)
+        goto out;
+    /* the candidates are the same on every rank: they depend on the
+     * communicator and the collective only */
+    NBR_CHECK(nbr_select_local_prices(state, layout, device_buffers, candidates, mine, &n,
+                                      &fallback));
+    int mrc = MPI_Allreduce(mine, job, n, MPI_DOUBLE, MPI_MAX, state->comm);
+    if (mrc != MPI_SUCCESS) {
+        rc = nbr_mpi_failed("MPI_Allreduce", mrc);
+        goto out;
+    }
+    int best = nbr_select_choose(job, n, fallback);
+    if (best < 0) {
+        NBR_ERROR("auto: no algorithm could plan this %s on every rank",
+                  nbr_collective_name(layout->coll));
+        rc = NBR_ERR_INTERNAL;
+        goto out;
+    }
+    /* a call that moves nothing anywhere (naive costs nothing on every
+     * rank) says nothing about the next: take naive, decide again then */
+    if (fallback >= 0 && job[fallback] <= 0)
+        best = fallback;
+    else if (!persistent)
+        keep_decision(state, layout, candidates[best]);
+    log_prices(state, layout, job, candidates, n, best);
+    *chosen = candidates[best];
+out:
+    free(candidates);
+    free(mine);
+    free(job);
+    return rc;
+}
