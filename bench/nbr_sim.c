@@ -27,6 +27,12 @@
 
 #define MAX_ALGORITHMS 16
 
+/* The harness's collective kinds name the library's, in its order. */
+_Static_assert((int)BH_COLL_ALLGATHER == (int)NBR_COLL_ALLGATHER &&
+                   (int)BH_COLL_ALLGATHERV == (int)NBR_COLL_ALLGATHERV &&
+                   (int)BH_COLL_ALLTOALLV == (int)NBR_COLL_ALLTOALLV,
+               "bh_coll_t and nbr_collective_t differ");
+
 typedef struct options {
     bh_graph_spec_t graph;
     int ranks, ranks_per_node, ranks_per_socket;
@@ -136,16 +142,9 @@ static int make_locality(const options_t *o, nbr_locality_t *loc)
     if (rc != NBR_SUCCESS || !o->node_model)
         return rc;
     char why[512];
-    nbr_model_free(&loc->model);
-    if ((rc = nbr_model_load(o->node_model, &loc->model, why, sizeof why)) != NBR_SUCCESS) {
+    if ((rc = nbr_locality_load_model(loc, o->node_model, why, sizeof why)) != NBR_SUCCESS) {
         fprintf(stderr, "nbr_sim: %s\n", why);
         return rc;
-    }
-    for (int r = 0; r < o->ranks && loc->model.num_gpus > 0; r++) {
-        int gpu = loc->local_rank_of[r] % loc->model.num_gpus;
-        loc->gpu_of[r] = gpu;
-        loc->package_of[r] = loc->model.gpus[gpu].package;
-        loc->leader_of[r] = loc->model.gpus[gpu].leader;
     }
     return NBR_SUCCESS;
 }

@@ -113,6 +113,24 @@ int nbr_locality_virtual(int nranks, int ranks_per_node, int ranks_per_socket,
     return rc;
 }
 
+int nbr_locality_load_model(nbr_locality_t *locality, const char *path, char *message,
+                            size_t size)
+{
+    nbr_node_model_t model;
+    int rc = nbr_model_load(path, &model, message, size);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    nbr_model_free(&locality->model);
+    locality->model = model;
+    for (int r = 0; r < locality->nranks && model.num_gpus > 0; r++) {
+        int gpu = nbr_local_gpu(&model, locality->local_rank_of[r], -1, NULL);
+        locality->gpu_of[r] = gpu;
+        locality->package_of[r] = model.gpus[gpu].package;
+        locality->leader_of[r] = model.gpus[gpu].leader;
+    }
+    return NBR_SUCCESS;
+}
+
 /* ------------------------------------------------------------ detection */
 
 /* The node's first rank probes; the model travels as its text form. */

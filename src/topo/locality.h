@@ -33,6 +33,13 @@ int nbr_locality_from_keys(int nranks, const int *node_key, const int *local_soc
 int nbr_locality_virtual(int nranks, int ranks_per_node, int ranks_per_socket,
                          nbr_locality_t *locality);
 
+/* Every node of locality becomes the stored model at path (tools and tests
+ * that study a machine they do not run on); each rank takes its GPU by
+ * nbr_local_gpu's rule (local rank modulo the GPUs). The model is kept
+ * only when it loads. */
+int nbr_locality_load_model(nbr_locality_t *locality, const char *path, char *message,
+                            size_t size);
+
 /* The placement rules for one node, shared by nbr_locality_detect and the
  * nbr_topo tool. A rank's GPU is, in this order: forced_gpu when >= 0
  * (NBR_GPU); the GPU whose PCI bus id is current_pci, the device the

@@ -10,15 +10,10 @@ Machine::Machine(const char *model_file, int nranks, int ranks_per_node)
     if (!model_file)
         return;
     char why[512];
-    nbr_model_free(&loc.model);
-    EXPECT_EQ(nbr_model_load((std::string(NBR_SOURCE_DIR) + "/topo/" + model_file).c_str(),
-                             &loc.model, why, sizeof why), NBR_SUCCESS) << why;
-    for (int r = 0; r < nranks; r++) {
-        int gpu = loc.local_rank_of[r] % loc.model.num_gpus;
-        loc.gpu_of[r] = gpu;
-        loc.package_of[r] = loc.model.gpus[gpu].package;
-        loc.leader_of[r] = loc.model.gpus[gpu].leader;
-    }
+    EXPECT_EQ(nbr_locality_load_model(&loc, (std::string(NBR_SOURCE_DIR) + "/topo/" + model_file).c_str(),
+                                      why, sizeof why),
+              NBR_SUCCESS)
+        << why;
 }
 
 Machine::~Machine() { nbr_locality_free(&loc); }
