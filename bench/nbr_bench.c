@@ -60,6 +60,9 @@ static void measure_one(bench_t *b, int a, bh_layout_t *L, uint64_t recv_max,
 {
     const bh_alg_t *alg = &b->algs[a];
     r->alg = alg->name;
+    r->chosen = alg->name;
+    if (!alg->is_mpi && !alg->is_copy)
+        nbr_comm_algorithm(alg->comm, &r->chosen); /* the latest call's */
     bh_summarize(b->samples + (size_t)a * b->o->iters, b->o->iters, &r->time);
     r->gbps = bh_gbps(recv_max, r->time.median_us);
     if (alg->is_copy) {
@@ -179,7 +182,7 @@ static int run_benchmark(const bh_options_t *o)
             bh_print_header(o, &t, algs);
         bh_warn_overridden_algorithms(algs, o->algs.n, t.rank);
         for (uint64_t bytes = o->min_bytes; bytes <= o->max_bytes;
-             bytes *= 2) {
+             bytes *= (uint64_t)o->size_factor) {
             if (!bench_size(&b, bytes)) {
                 status = EXIT_FAILURE;
                 break;

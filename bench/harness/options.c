@@ -166,6 +166,7 @@ void bh_options_default(bh_options_t *o)
     o->coll = BH_COLL_ALLGATHER;
     o->min_bytes = 8;
     o->max_bytes = 64 * BH_KIB;
+    o->size_factor = 2;
     o->warmup = 3;
     o->iters = 20;
     strcpy(o->algs.names[0], "mpi");
@@ -194,6 +195,7 @@ void bh_print_usage(FILE *f)
         "  --max-bytes B            largest per-neighbor message [64Ki]\n"
         "                           powers of two from 8 to 64Mi; suffixes\n"
         "                           K/Ki = 2^10, M/Mi = 2^20\n"
+        "  --step F                 sizes grow by this factor: 2, 4, 8, 16 [2]\n"
         "  --warmup N               untimed calls per size and algorithm [3]\n"
         "  --iters N                timed calls per size and algorithm [20]\n"
         "  --algorithms A,B,...     'mpi' = the MPI library's own collective;\n"
@@ -272,6 +274,9 @@ static int apply_option(const char *name, const char *val, void *ctx,
         bad = bh_parse_bytes(val, &o->min_bytes);
     } else if (strcmp(name, "max-bytes") == 0) {
         bad = bh_parse_bytes(val, &o->max_bytes);
+    } else if (strcmp(name, "step") == 0) {
+        bad = bh_parse_long(val, 2, 16, &l) || !bh_is_power_of_two((uint64_t)l);
+        o->size_factor = (int)l;
     } else if (strcmp(name, "warmup") == 0) {
         bad = bh_parse_long(val, 0, 1000000, &l);
         o->warmup = (int)l;

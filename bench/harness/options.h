@@ -54,6 +54,7 @@ typedef struct bh_options {
     bh_memory_t memory; /* where the timed calls' buffers live */
     uint64_t min_bytes;
     uint64_t max_bytes;
+    int size_factor; /* each size is the last one times this */
     int warmup;
     int iters;
     bh_alg_list_t algs;

@@ -95,7 +95,7 @@ void bh_print_header(const bh_options_t *o, const bh_topo_t *t,
     printf("# traffic per rank per call, mean over ranks (offsock_max: the "
            "most of any rank); counted: measured = nbrcoll counters, "
            "model = one message per edge\n");
-    printf("%8s  %-12s %11s %11s %11s %8s %9s %11s %13s %8s %9s %11s  %s\n",
+    printf("%8s  %-16s %11s %11s %11s %8s %9s %11s %13s %8s %9s %11s  %s\n",
            "bytes", "algorithm", "median_us", "min_us", "max_us", "speedup",
            "GB/s", "inter_msgs", "inter_bytes", "offsock", "intrasock",
            "offsock_max", "counted");
@@ -149,14 +149,18 @@ static void format_traffic(const bh_traffic_t *r, int mprec, int bprec,
 void bh_print_row(const bh_result_t *r, const bh_result_t *mpi,
                   uint64_t bytes)
 {
-    char sz[32], sp[32], bw[32], tr[NTRAFFIC][32];
+    char sz[32], sp[32], bw[32], tr[NTRAFFIC][32], name[40];
     bh_size_label(bytes, sz, sizeof sz);
+    if (strcmp(r->chosen, r->alg) != 0)
+        snprintf(name, sizeof name, "%s:%s", r->alg, r->chosen);
+    else
+        snprintf(name, sizeof name, "%s", r->alg);
     format_speedup(r, mpi, 2, sp, sizeof sp);
     format_gbps(r, 2, bw, sizeof bw);
     format_traffic(&r->traffic, 2, 1, tr);
-    printf("%8s  %-12s %11.2f %11.2f %11.2f %8s %9s %11s %13s %8s %9s %11s"
+    printf("%8s  %-16s %11.2f %11.2f %11.2f %8s %9s %11s %13s %8s %9s %11s"
            "  %s\n",
-           sz, r->alg, r->time.median_us, r->time.min_us, r->time.max_us, sp,
+           sz, name, r->time.median_us, r->time.min_us, r->time.max_us, sp,
            bw, tr[0], tr[1], tr[2], tr[3], tr[4],
            bh_counted_name(r->traffic.counted));
 }
@@ -166,7 +170,7 @@ static const char csv_header[] =
     "pattern,ranks,nodes,collective,algorithm,bytes,median_us,min_us,max_us,"
     "speedup_vs_mpi,inter_msgs_per_rank,inter_bytes_per_rank,"
     "offsocket_msgs_per_rank,counted,bandwidth_GBps,memory,"
-    "intrasocket_msgs_per_rank,offsocket_msgs_max_per_rank\n";
+    "intrasocket_msgs_per_rank,offsocket_msgs_max_per_rank,chosen\n";
 
 int bh_csv_open(const char *path, int rank, FILE **csv)
 {
@@ -198,10 +202,11 @@ void bh_csv_row(FILE *f, const bh_options_t *o, const bh_topo_t *t,
     format_traffic(&r->traffic, 4, 2, tr);
     fprintf(f,
             "\"%s\",%d,%d,%s,%s,%llu,%.3f,%.3f,%.3f,%s,%s,%s,%s,%s,%s,%s,%s,"
-            "%s\n",
+            "%s,%s\n",
             pat, t->nranks, t->nnodes, bh_coll_name(o->coll), r->alg,
             (unsigned long long)bytes, r->time.median_us, r->time.min_us,
             r->time.max_us, sp, tr[0], tr[1], tr[2],
             bh_counted_name(r->traffic.counted), bw,
-            o->memory == BH_MEMORY_DEVICE ? "device" : "host", tr[3], tr[4]);
+            o->memory == BH_MEMORY_DEVICE ? "device" : "host", tr[3], tr[4],
+            r->chosen);
 }

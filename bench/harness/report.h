@@ -15,6 +15,7 @@
 /* One row: an algorithm at one message size. */
 typedef struct bh_result {
     const char *alg;
+    const char *chosen; /* what auto ran (nbr_comm_algorithm); else alg */
     bh_stats_t time;
     double gbps; /* largest per-rank receive volume / median, 1e9 B/s */
     bh_traffic_t traffic;
