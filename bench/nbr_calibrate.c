@@ -8,7 +8,9 @@
  * apart). For each it sweeps message sizes, takes the one-way time (half a
  * round trip, the median of several batches), and fits a start-up (the
  * least time of the three smallest sizes) and a bandwidth (the slope
- * between the two largest sizes). The network interface's bandwidth comes from every rank of the
+ * between the two largest sizes), and an overhead (what each further
+ * message of a burst of 16 small ones adds to a round trip: the part of
+ * the start-up that keeps a rank busy, machine.h). The network interface's bandwidth comes from every rank of the
  * first node streaming to a rank of the second at once. Copies are timed
  * with memcpy. Paths it cannot measure here (a second socket, GPUs) are
  * taken from --base FILE, or left at placeholders, and the file says so.
@@ -79,23 +81,33 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One-way seconds for `bytes` between rank 0 and peer: the median of 5
- * batches of round trips, each batch long enough to be timed (at least
- * 20 trips or 20 ms). Both ranks call it; others do not. */
-static double pingpong(int me, int peer, char *buf, int bytes)
+#define BURST 16
+
+/* Seconds of one trip between rank 0 and peer: rank 0 sends `burst`
+ * messages of `bytes` at once, peer answers with one when all are in. The
+ * median of 5 batches of trips, each batch long enough to be timed (at
+ * least 20 trips or 20 ms). Both ranks call it; others do not. buf holds
+ * burst * bytes. */
+static double trip(int me, int peer, char *buf, int bytes, int burst)
 {
     double batch[5];
+    MPI_Request req[BURST];
     int trips = 1;
     for (int b = -1; b < 5; b++) { /* batch -1: warm-up and trip count */
         double t0 = MPI_Wtime();
         for (int i = 0; i < trips; i++) {
-            if (me == 0) {
-                MPI_Send(buf, bytes, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
-                MPI_Recv(buf, bytes, MPI_BYTE, peer, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else {
-                MPI_Recv(buf, bytes, MPI_BYTE, 0, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, bytes, MPI_BYTE, 0, TAG, MPI_COMM_WORLD);
+            for (int k = 0; k < burst; k++) {
+                char *at = buf + (size_t)k * (size_t)bytes;
+                if (me == 0)
+                    MPI_Isend(at, bytes, MPI_BYTE, peer, TAG, MPI_COMM_WORLD, &req[k]);
+                else
+                    MPI_Irecv(at, bytes, MPI_BYTE, 0, TAG, MPI_COMM_WORLD, &req[k]);
             }
+            MPI_Waitall(burst, req, MPI_STATUSES_IGNORE);
+            if (me == 0)
+                MPI_Recv(buf, bytes, MPI_BYTE, peer, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else
+                MPI_Send(buf, bytes, MPI_BYTE, 0, TAG, MPI_COMM_WORLD);
         }
         double t = MPI_Wtime() - t0;
         if (b < 0) {
@@ -109,10 +121,16 @@ static double pingpong(int me, int peer, char *buf, int bytes)
             trips = want;
             continue;
         }
-        batch[b] = t / trips / 2;
+        batch[b] = t / trips;
     }
     qsort(batch, 5, sizeof(double), compare_double);
     return batch[2];
+}
+
+/* One-way seconds for `bytes`: half a round trip. */
+static double pingpong(int me, int peer, char *buf, int bytes)
+{
+    return trip(me, peer, buf, bytes, 1) / 2;
 }
 
 typedef struct fit {
@@ -121,6 +139,7 @@ typedef struct fit {
     int sizes[MAX_SIZES];
     double seconds[MAX_SIZES];
     double alpha, bandwidth;
+    double overhead; /* seconds each further message of a burst adds */
 } fit_t;
 
 /* Sizes 8 B, then x4 up to max_bytes; alpha from the smallest three (the
@@ -139,6 +158,14 @@ static void measure_path(int me, int peer, char *buf, uint64_t max_bytes, fit_t 
         f->sizes[f->num_sizes] = (int)bytes;
         f->seconds[f->num_sizes++] = s;
     }
+    /* the overhead: what each of BURST small messages sent at once adds
+     * to a round trip; the rest of alpha overlaps (machine.h) */
+    double one = 0, many = 0;
+    if (me == 0 || me == peer) {
+        one = trip(me, peer, buf, 8, 1);
+        many = trip(me, peer, buf, 8, BURST);
+    }
+    f->overhead = (many - one) / (BURST - 1);
     int n = f->num_sizes;
     f->alpha = f->seconds[0];
     for (int i = 1; i < 3 && i < n; i++)
@@ -146,6 +173,8 @@ static void measure_path(int me, int peer, char *buf, uint64_t max_bytes, fit_t 
     double dt = f->seconds[n - 1] - f->seconds[n - 2];
     f->bandwidth = dt > 0 ? (f->sizes[n - 1] - f->sizes[n - 2]) / dt
                           : f->sizes[n - 1] / f->seconds[n - 1];
+    if (!(f->overhead > 0) || f->overhead > f->alpha) /* noise: all of alpha */
+        f->overhead = f->alpha;
 }
 
 /* Every rank of node 0 streams `bytes` x reps to its counterpart on node
@@ -306,19 +335,19 @@ int main(int argc, char **argv)
         m.path[NBR_PATH_COPY] = copy;
         const char *how[NBR_NUM_PATHS] = {measured, kept, kept, kept, kept, kept};
         if (socket.peer >= 0) {
-            m.path[NBR_PATH_SOCKET] = (nbr_path_cost_t){socket.alpha, socket.bandwidth};
+            m.path[NBR_PATH_SOCKET] = (nbr_path_cost_t){socket.alpha, socket.bandwidth, socket.overhead};
             how[NBR_PATH_SOCKET] = measured;
         } else if (!from_base) {
             m.path[NBR_PATH_SOCKET] = copy; /* one rank per node: never used */
         }
         if (other_socket.peer >= 0) {
-            m.path[NBR_PATH_NODE] = (nbr_path_cost_t){other_socket.alpha, other_socket.bandwidth};
+            m.path[NBR_PATH_NODE] = (nbr_path_cost_t){other_socket.alpha, other_socket.bandwidth, other_socket.overhead};
             how[NBR_PATH_NODE] = measured;
         } else if (!from_base) {
             m.path[NBR_PATH_NODE] = m.path[NBR_PATH_SOCKET]; /* one socket: never used */
         }
         if (network.peer >= 0) {
-            m.path[NBR_PATH_NETWORK] = (nbr_path_cost_t){network.alpha, network.bandwidth};
+            m.path[NBR_PATH_NETWORK] = (nbr_path_cost_t){network.alpha, network.bandwidth, network.overhead};
             m.nics = 1;
             m.nic_bandwidth = nic;
             how[NBR_PATH_NETWORK] = measured;

@@ -69,7 +69,8 @@ static void usage(FILE *out)
             "  --ranks-per-socket S   ranks per socket [one socket per node]\n"
             "  --node-model FILE      node model (.topo): GPUs and their links; rank\n"
             "                         GPU = local rank modulo GPUs [no GPUs]\n"
-            "  --machine FILE         machine parameters (.machine), required\n"
+            "  --machine FILE         machine parameters (.machine), required;\n"
+            "                         'default' = the library's built-in one\n"
             "call:\n"
             "  --collective allgather|allgatherv|alltoallv [allgather]\n"
             "  --memory host|device   where the buffers live [host]\n"
@@ -261,7 +262,9 @@ int main(int argc, char **argv)
     nbr_graph_t graph = {0};
     nbr_locality_t loc = {0};
     char why[512];
-    if (nbr_machine_load(o.machine, &machine, why, sizeof why) != NBR_SUCCESS) {
+    if (!strcmp(o.machine, "default"))
+        nbr_machine_default(&machine); /* what auto uses without NBR_MACHINE */
+    else if (nbr_machine_load(o.machine, &machine, why, sizeof why) != NBR_SUCCESS) {
         fprintf(stderr, "nbr_sim: %s\n", why);
         return 1;
     }

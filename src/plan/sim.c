@@ -199,20 +199,22 @@ static int issue_send(sim_t *s, int r, double t)
     int g = s->ops.base[r] + st->next_send++;
     const nbr_machine_t *m = s->in->machine;
     nbr_path_t path = nbr_sim_path(s->in, r, op->peer);
-    double alpha = m->path[path].alpha;
-    double arrival = t + alpha + (double)op->bytes / path_bandwidth(s->in, path, r, op->peer);
-    st->port_free = arrival;
+    double alpha = m->path[path].alpha, bytes_time = (double)op->bytes / path_bandwidth(s->in, path, r, op->peer);
+    double busy = nbr_path_busy_seconds(m, path, 0) + bytes_time; /* the port, see machine.h */
+    double arrival = t + alpha + bytes_time;
+    st->port_free = t + busy;
     if (path == NBR_PATH_NETWORK) {
         const nbr_locality_t *loc = s->in->locality;
         double *out = &s->nic_out[loc->node_of[r] * s->nics + s->nic_of[r]];
         double *in = &s->nic_in[loc->node_of[op->peer] * s->nics + s->nic_of[op->peer]];
         double wire = (double)op->bytes / m->nic_bandwidth;
-        double start = t + alpha > *out ? t + alpha : *out; /* leaves through its NIC */
+        double sent = t + nbr_path_busy_seconds(m, path, 0), flight = alpha - (sent - t);
+        double start = sent > *out ? sent : *out; /* leaves through its NIC */
         *out = start + wire;
         double enter = start > *in ? start : *in; /* enters through the other's */
         *in = enter + wire;
-        if (*in > arrival)
-            arrival = *in;
+        if (*in + flight > arrival)
+            arrival = *in + flight;
         s->network_messages[r]++;
         s->network_bytes[r] += op->bytes;
     }
@@ -367,7 +369,7 @@ double nbr_sim_rank_estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan)
     double sharers = loc ? nic_sharers(loc, nics, plan->rank) : 1, total = 0;
     for (int p = 0; p < plan->num_phases; p++) {
         const nbr_phase_t *phase = &plan->phases[p];
-        double port = 0, out = 0, in_bytes = 0, slowest = 0, copies = 0;
+        double port = 0, tail = 0, out = 0, in_bytes = 0, slowest = 0, copies = 0;
         for (int i = phase->first_op; i < phase->first_op + phase->num_ops; i++) {
             const nbr_op_t *op = &plan->ops[i];
             if (op->kind == NBR_OP_COPY) {
@@ -379,7 +381,10 @@ double nbr_sim_rank_estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan)
             double alone = m->path[path].alpha +
                            (double)op->bytes / path_bandwidth(in, path, plan->rank, op->peer);
             if (op->kind == NBR_OP_SEND) {
-                port += alone;
+                double busy = nbr_path_busy_seconds(m, path, 0) +
+                              (double)op->bytes / path_bandwidth(in, path, plan->rank, op->peer);
+                port += busy; /* the last send's latency still flies after the port */
+                tail = alone - busy > tail ? alone - busy : tail;
                 out += path == NBR_PATH_NETWORK ? (double)op->bytes : 0;
             } else {
                 slowest = alone > slowest ? alone : slowest;
@@ -389,7 +394,7 @@ double nbr_sim_rank_estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan)
         /* the interface carries this rank's bytes and, as much again, each
          * other rank's on it: the ranks of a job move alike */
         double nic = (out > in_bytes ? out : in_bytes) * sharers / m->nic_bandwidth;
-        double longest = port;
+        double longest = port + tail;
         longest = nic > longest ? nic : longest;
         longest = slowest > longest ? slowest : longest;
         longest = copies > longest ? copies : longest;

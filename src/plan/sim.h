@@ -7,8 +7,11 @@
  *     then does its local copies; the phase ends when every message of it
  *     has completed and the copies are done.
  *   - Each rank has one port: a message occupies the sender's port for
- *     alpha + bytes / bandwidth of its path (so k messages cost a rank k
- *     start-ups, as in the Hockney model), and the next send waits for it.
+ *     its overhead + bytes / bandwidth of its path, and the next send
+ *     waits for it; it arrives alpha + bytes / bandwidth after it started.
+ *     Without an overhead in the machine file the overhead is all of
+ *     alpha (Hockney: k messages cost a rank k start-ups); with one, the
+ *     rest of alpha is latency that overlaps the next sends (LogP).
  *   - A message between nodes also crosses the sending node's network
  *     interface, then the receiving node's (each rank uses NIC
  *     gpu * nics / gpus of its node, or local rank * nics / ranks without

@@ -15,17 +15,24 @@ const char *nbr_path_name(nbr_path_t path)
     return path >= 0 && path < NBR_NUM_PATHS ? path_names[path] : "?";
 }
 
-/* alpha_us=A gbytes_per_s=B, in either order; bandwidth required. */
-static int parse_cost(nbr_text_parser_t *p, char **words, int count, int need_alpha,
-                      double *alpha, double *bandwidth)
+/* alpha_us=A gbytes_per_s=B [overhead_us=O], in any order; bandwidth
+ * required; alpha and overhead only where `cost` is a path's (for nics,
+ * only the bandwidth). */
+static int parse_cost(nbr_text_parser_t *p, char **words, int count, nbr_path_cost_t *cost,
+                      double *bandwidth)
 {
-    int have_alpha = 0, have_bandwidth = 0, rc = NBR_SUCCESS;
+    int have_alpha = 0, have_bandwidth = 0, need_alpha = cost != NULL, rc = NBR_SUCCESS;
     for (int w = 0; w < count && rc == NBR_SUCCESS; w++) {
         const char *value;
-        if (need_alpha && (value = nbr_text_keyed(words[w], "alpha_us"))) {
-            rc = nbr_text_double(p, value, alpha);
-            *alpha *= 1e-6;
+        if (cost && (value = nbr_text_keyed(words[w], "alpha_us"))) {
+            rc = nbr_text_double(p, value, &cost->alpha);
+            cost->alpha *= 1e-6;
             have_alpha = 1;
+        } else if (cost && (value = nbr_text_keyed(words[w], "overhead_us"))) {
+            rc = nbr_text_double(p, value, &cost->overhead);
+            cost->overhead *= 1e-6;
+            if (rc == NBR_SUCCESS && !(cost->overhead > 0))
+                rc = nbr_text_error(p, "overhead_us must be above 0");
         } else if ((value = nbr_text_keyed(words[w], "gbytes_per_s"))) {
             rc = nbr_text_double(p, value, bandwidth);
             *bandwidth *= 1e9;
@@ -40,6 +47,8 @@ static int parse_cost(nbr_text_parser_t *p, char **words, int count, int need_al
         rc = nbr_text_error(p, "gbytes_per_s= missing");
     if (rc == NBR_SUCCESS && !(*bandwidth > 0))
         rc = nbr_text_error(p, "gbytes_per_s must be above 0");
+    if (rc == NBR_SUCCESS && cost && cost->overhead > cost->alpha)
+        rc = nbr_text_error(p, "overhead_us must not exceed alpha_us");
     return rc;
 }
 
@@ -52,7 +61,7 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
         if (seen[k])
             return nbr_text_error(p, "path %s given twice", path_names[k]);
         seen[k] = 1;
-        return parse_cost(p, words + 2, count - 2, 1, &m->path[k].alpha, &m->path[k].bandwidth);
+        return parse_cost(p, words + 2, count - 2, &m->path[k], &m->path[k].bandwidth);
     }
     return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
 }
@@ -87,7 +96,7 @@ int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t 
             else if (count < 2)
                 rc = nbr_text_error(&p, "'nics' needs a count");
             else if ((rc = nbr_text_int(&p, words[1], 1, 1024, &m->nics)) == NBR_SUCCESS)
-                rc = parse_cost(&p, words + 2, count - 2, 0, NULL, &m->nic_bandwidth);
+                rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth);
         } else {
             rc = nbr_text_error(&p, "unknown key '%s'", words[0]);
         }
@@ -120,9 +129,13 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
 {
     /* %.17g: every double reads back to itself */
     fprintf(out, "nbrcoll-machine 1\nname %s\n", m->name[0] ? m->name : "unnamed");
-    for (int k = 0; k < NBR_NUM_PATHS; k++)
-        fprintf(out, "path %-7s alpha_us=%.17g gbytes_per_s=%.17g\n", path_names[k],
+    for (int k = 0; k < NBR_NUM_PATHS; k++) {
+        fprintf(out, "path %-7s alpha_us=%.17g gbytes_per_s=%.17g", path_names[k],
                 m->path[k].alpha * 1e6, m->path[k].bandwidth * 1e-9);
+        if (m->path[k].overhead > 0)
+            fprintf(out, " overhead_us=%.17g", m->path[k].overhead * 1e6);
+        fputc('\n', out);
+    }
     fprintf(out, "nics %d gbytes_per_s=%.17g\n", m->nics, m->nic_bandwidth * 1e-9);
     return ferror(out) ? NBR_ERR_IO : NBR_SUCCESS;
 }
@@ -132,10 +145,10 @@ void nbr_machine_default(nbr_machine_t *m)
     const double us = 1e-6, gbs = 1e9;
     *m = (nbr_machine_t){.nics = 1, .nic_bandwidth = 12.5 * gbs};
     snprintf(m->name, sizeof m->name, "generic-100gbit");
-    m->path[NBR_PATH_COPY] = (nbr_path_cost_t){0.3 * us, 10 * gbs};
-    m->path[NBR_PATH_DEVICE] = (nbr_path_cost_t){5 * us, 700 * gbs};
-    m->path[NBR_PATH_SOCKET] = (nbr_path_cost_t){0.5 * us, 10 * gbs};
-    m->path[NBR_PATH_NODE] = (nbr_path_cost_t){0.8 * us, 6 * gbs};
-    m->path[NBR_PATH_GPU] = (nbr_path_cost_t){8 * us, 50 * gbs};
-    m->path[NBR_PATH_NETWORK] = (nbr_path_cost_t){2 * us, 12.5 * gbs};
+    m->path[NBR_PATH_COPY] = (nbr_path_cost_t){0.3 * us, 10 * gbs, 0};
+    m->path[NBR_PATH_DEVICE] = (nbr_path_cost_t){5 * us, 700 * gbs, 0};
+    m->path[NBR_PATH_SOCKET] = (nbr_path_cost_t){0.5 * us, 10 * gbs, 0};
+    m->path[NBR_PATH_NODE] = (nbr_path_cost_t){0.8 * us, 6 * gbs, 0};
+    m->path[NBR_PATH_GPU] = (nbr_path_cost_t){8 * us, 50 * gbs, 0};
+    m->path[NBR_PATH_NETWORK] = (nbr_path_cost_t){2 * us, 12.5 * gbs, 0};
 }

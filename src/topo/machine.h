@@ -14,11 +14,15 @@
  *   path socket  alpha_us=0.8 gbytes_per_s=4
  *   path node    alpha_us=1.2 gbytes_per_s=3
  *   path gpu     alpha_us=8   gbytes_per_s=50
- *   path network alpha_us=40  gbytes_per_s=0.118
+ *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
  *   nics 1 gbytes_per_s=0.118             per node, each direction
  *
  * Every path is required, once; gbytes_per_s is 1e9 bytes per second,
- * > 0; alpha_us >= 0. '#' starts a comment. */
+ * > 0; alpha_us >= 0. overhead_us (optional, 0 < overhead_us <= alpha_us)
+ * is the part of alpha that keeps the sender busy (LogP's o); the rest is
+ * latency in flight, which overlaps the next messages. Without it a
+ * message holds its sender for all of alpha (Hockney). '#' starts a
+ * comment. */
 #ifndef NBR_MACHINE_H
 #define NBR_MACHINE_H
 
@@ -40,8 +44,9 @@ typedef enum nbr_path {
 const char *nbr_path_name(nbr_path_t path);
 
 typedef struct nbr_path_cost {
-    double alpha;     /* seconds per message */
+    double alpha;     /* seconds per message, one way, alone */
     double bandwidth; /* bytes per second */
+    double overhead;  /* seconds of alpha the sender is busy; 0: all of it */
 } nbr_path_cost_t;
 
 typedef struct nbr_machine {
@@ -55,6 +60,14 @@ typedef struct nbr_machine {
 static inline double nbr_path_seconds(const nbr_machine_t *m, nbr_path_t path, size_t bytes)
 {
     return m->path[path].alpha + (double)bytes / m->path[path].bandwidth;
+}
+
+/* Seconds one message of bytes keeps its sender busy: its overhead and its
+ * bytes; the next message on that sender starts after it. */
+static inline double nbr_path_busy_seconds(const nbr_machine_t *m, nbr_path_t path, size_t bytes)
+{
+    double o = m->path[path].overhead > 0 ? m->path[path].overhead : m->path[path].alpha;
+    return o + (double)bytes / m->path[path].bandwidth;
 }
 
 /* The parameters nbrcoll assumes when none are given (nbr_machine /

@@ -24,7 +24,7 @@ const char *const full =
     "\n"
     "path node    alpha_us=2   gbytes_per_s=4\n"
     "path gpu     alpha_us=8   gbytes_per_s=50\n"
-    "path network alpha_us=10  gbytes_per_s=0.125\n"
+    "path network alpha_us=10  gbytes_per_s=0.125 overhead_us=3\n"
     "nics 4 gbytes_per_s=25\n";
 
 TEST(MachineFile, ParsesEveryPath)
@@ -37,6 +37,9 @@ TEST(MachineFile, ParsesEveryPath)
     EXPECT_DOUBLE_EQ(m.path[NBR_PATH_DEVICE].bandwidth, 1000e9);
     EXPECT_DOUBLE_EQ(m.path[NBR_PATH_DEVICE].alpha, 4e-6);
     EXPECT_DOUBLE_EQ(m.path[NBR_PATH_NETWORK].bandwidth, 0.125e9);
+    EXPECT_DOUBLE_EQ(m.path[NBR_PATH_NETWORK].overhead, 3e-6);
+    EXPECT_DOUBLE_EQ(nbr_path_busy_seconds(&m, NBR_PATH_NETWORK, 125000), 3e-6 + 1e-3);
+    EXPECT_DOUBLE_EQ(nbr_path_busy_seconds(&m, NBR_PATH_SOCKET, 0), 1e-6); // none: all of alpha
     EXPECT_EQ(m.nics, 4);
     EXPECT_DOUBLE_EQ(m.nic_bandwidth, 25e9);
     EXPECT_DOUBLE_EQ(nbr_path_seconds(&m, NBR_PATH_NETWORK, 125000), 10e-6 + 1e-3);
@@ -49,6 +52,7 @@ TEST(MachineFile, WritesWhatItReads)
     char why[256];
     ASSERT_EQ(nbr_machine_parse(full, &m, why, sizeof why), NBR_SUCCESS);
     m.path[NBR_PATH_SOCKET].alpha = 1.0 / 3 * 1e-6; // not a round number
+    m.path[NBR_PATH_NETWORK].overhead = 0.7e-6;
     char *text = nullptr;
     size_t length = 0;
     FILE *out = open_memstream(&text, &length);
@@ -61,6 +65,7 @@ TEST(MachineFile, WritesWhatItReads)
     for (int k = 0; k < NBR_NUM_PATHS; k++) {
         EXPECT_NEAR(back.path[k].alpha, m.path[k].alpha, 1e-15 * m.path[k].alpha) << k;
         EXPECT_NEAR(back.path[k].bandwidth, m.path[k].bandwidth, 1e-15 * m.path[k].bandwidth);
+        EXPECT_NEAR(back.path[k].overhead, m.path[k].overhead, 1e-15 * m.path[k].overhead);
     }
     EXPECT_EQ(back.nics, m.nics);
     EXPECT_DOUBLE_EQ(back.nic_bandwidth, m.nic_bandwidth);
@@ -87,6 +92,10 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + "path copy alpha_us=-1 gbytes_per_s=1\n", "line 2: -1: negative"},
         {head + "path copy alpha_us=1 gbytes_per_s=0\n", "line 2: gbytes_per_s must be above 0"},
         {head + "path copy alpha_us=x gbytes_per_s=1\n", "line 2: 'x' is not a number"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1 overhead_us=0\n",
+         "line 2: overhead_us must be above 0"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1 overhead_us=2\n",
+         "line 2: overhead_us must not exceed alpha_us"},
         {head + "path disk alpha_us=1 gbytes_per_s=1\n", "line 2: unknown path 'disk'"},
         {head + "path copy alpha_us=1 gbytes_per_s=1 beta=2\n", "line 2: unknown attribute"},
         {head + "path copy alpha_us=1 gbytes_per_s=1\npath copy alpha_us=1 gbytes_per_s=1\n",

@@ -21,12 +21,12 @@ nbr_machine_t test_machine()
     nbr_machine_t m{};
     snprintf(m.name, sizeof m.name, "test");
     const double us = 1e-6, gbs = 1e9;
-    m.path[NBR_PATH_COPY] = {0.5 * us, 10 * gbs};
-    m.path[NBR_PATH_DEVICE] = {4 * us, 1000 * gbs};
-    m.path[NBR_PATH_SOCKET] = {1 * us, 5 * gbs};
-    m.path[NBR_PATH_NODE] = {2 * us, 4 * gbs};
-    m.path[NBR_PATH_GPU] = {8 * us, 50 * gbs};
-    m.path[NBR_PATH_NETWORK] = {10 * us, 1 * gbs};
+    m.path[NBR_PATH_COPY] = {0.5 * us, 10 * gbs, 0};
+    m.path[NBR_PATH_DEVICE] = {4 * us, 1000 * gbs, 0};
+    m.path[NBR_PATH_SOCKET] = {1 * us, 5 * gbs, 0};
+    m.path[NBR_PATH_NODE] = {2 * us, 4 * gbs, 0};
+    m.path[NBR_PATH_GPU] = {8 * us, 50 * gbs, 0};
+    m.path[NBR_PATH_NETWORK] = {10 * us, 1 * gbs, 0};
     m.nics = 1;
     m.nic_bandwidth = 1 * gbs;
     return m;
@@ -204,6 +204,38 @@ TEST(Simulator, PortSerialisesSendsCopiesOverlap)
     Simulated longer(q, nullptr, m);
     ASSERT_EQ(longer.rc, NBR_SUCCESS);
     EXPECT_NEAR(longer.ends[0], 0.5 * us + 100000 / 1e10, 1e-12);
+}
+
+// With an overhead below alpha (LogP), a rank's sends hold its port only
+// for the overhead and their latencies overlap; phases still pay theirs in
+// turn.
+TEST(Simulator, OverheadLetsLatenciesOverlap)
+{
+    nbr_machine_t m = test_machine();
+    m.path[NBR_PATH_SOCKET].overhead = 0.25 * us; // of alpha 1 us
+    Plans p({{{{NBR_OP_SEND, 1, 5000}, {NBR_OP_SEND, 2, 5000}, {NBR_OP_SEND, 3, 5000}}},
+             {{{NBR_OP_RECV, 0, 5000}}},
+             {{{NBR_OP_RECV, 0, 5000}}},
+             {{{NBR_OP_RECV, 0, 5000}}}});
+    Simulated run(p, nullptr, m);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    const double busy = 0.25 * us + 1 * us, alone = 1 * us + 1 * us; // 5000 B at 5 GB/s: 1 us
+    EXPECT_NEAR(run.ends[1], alone, 1e-12);
+    EXPECT_NEAR(run.ends[2], busy + alone, 1e-12);
+    EXPECT_NEAR(run.ends[3], 2 * busy + alone, 1e-12);
+    EXPECT_NEAR(run.ends[0], 2 * busy + alone, 1e-12); // 3.5 us, not 3 x 2 us
+    nbr_sim_input_t in{4, nullptr, nullptr, &m, 0};
+    EXPECT_NEAR(nbr_sim_rank_estimate(&in, &p.plans[0]), 2 * busy + alone, 1e-12);
+    // between nodes: the interfaces carry the bytes, the latency comes after
+    Machine two(nullptr, 2, 1);
+    m.path[NBR_PATH_NETWORK].overhead = 2 * us; // of alpha 10 us
+    Plans q({{{{NBR_OP_SEND, 1, 1000}, {NBR_OP_SEND, 1, 1000}}},
+             {{{NBR_OP_RECV, 0, 1000}, {NBR_OP_RECV, 0, 1000}}}},
+            &two.loc);
+    Simulated net(q, &two.loc, m);
+    ASSERT_EQ(net.rc, NBR_SUCCESS) << net.message;
+    // second send starts at 2 + 1 us, arrives 10 + 1 us later
+    EXPECT_NEAR(net.result.seconds, 3 * us + 11 * us, 1e-12);
 }
 
 // A receive posted late holds the message, and its sender, until then.
