@@ -16,6 +16,9 @@
  * is not a measurement, and losing to MPI is worse than not winning. */
 #define NBR_SELECT_MARGIN 0.10
 
+/* nbr_auto_whole_graph_ranks when not configured. */
+#define NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT 1024
+
 /* Whether algorithm is priced for coll on a communicator of nranks ranks:
  * it plans coll itself (for the others it would only repeat naive's plan),
  * and a whole-graph algorithm only up to whole_graph_ranks ranks (its

@@ -61,7 +61,7 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
     NBR_CHECK(load_algorithm(info, &config->algorithm));
     NBR_CHECK(nbr_algorithm_params_load(info, &config->params));
     NBR_CHECK(load_machine(info, &config->machine));
-    config->auto_whole_graph_ranks = 1024;
+    config->auto_whole_graph_ranks = NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT;
     NBR_CHECK(nbr_setting_int(info, "nbr_auto_whole_graph_ranks", "NBR_AUTO_WHOLE_GRAPH_RANKS",
                               0, &config->auto_whole_graph_ranks));
     NBR_CHECK(nbr_setting_int(info, "nbr_ranks_per_node", "NBR_RANKS_PER_NODE", 0,

@@ -1,8 +1,10 @@
 /* Automatic selection over a communicator (alg/select.h has the rule):
- * every rank builds its own plan under every candidate algorithm, prices
- * it with the simulator's one-rank estimate on the configured machine,
- * one allreduce (max) turns the prices into the job's, and every rank
- * takes the same cheapest. Decisions are kept per call signature. */
+ * every rank builds its own plan under every candidate algorithm and
+ * prices it with the simulator's one-rank estimate on the configured
+ * machine; an allreduce (max) makes the ranks' prices the job's, and one
+ * (sum) adds up the bytes through every node's interfaces, which a rank
+ * alone cannot know; every rank takes the same cheapest. Decisions are
+ * kept per call signature. */
 #include "front/select.h"
 
 #include "alg/select.h"
@@ -46,21 +48,22 @@ static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout,
                              ++state->decision_clock};
 }
 
-/* This rank's price of algorithm's plan for layout (seconds), or INFINITY
- * when it cannot build one. allgatherv through relays: the blocks it
+/* This rank's price of algorithm's plan for layout in parts (seconds
+ * INFINITY when it cannot build one). allgatherv through relays: the blocks it
  * forwards are priced at this rank's own size (their real sizes are only
  * known from the size round the call runs), plus that round. */
-static double price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                    const nbr_layout_t *layout, int device_buffers)
+static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                  const nbr_layout_t *layout, int device_buffers, nbr_sim_parts_t *parts)
 {
+    nbr_sim_parts_t round;
     const void *pattern = NULL;
     nbr_plan_t plan, sizes_plan;
     nbr_layout_t sizes = {0};
     size_t *block_sizes = NULL, *offset_of = NULL;
     int relay = layout->coll == NBR_COLL_ALLGATHERV && algorithm->size_plan;
-    double seconds = INFINITY;
+    *parts = (nbr_sim_parts_t){.seconds = INFINITY};
     if (nbr_comm_pattern(state, algorithm, &pattern) != NBR_SUCCESS)
-        return INFINITY;
+        return;
     nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, layout);
     nbr_sim_input_t machine = {.locality = &state->locality, .machine = &state->config.machine,
                                .device_buffers = device_buffers};
@@ -79,22 +82,25 @@ static double price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
     }
     if (nbr_build_plan(algorithm, &input, &plan) != NBR_SUCCESS)
         goto out;
-    seconds = nbr_sim_rank_estimate(&machine, &plan);
+    nbr_sim_rank_parts(&machine, &plan, parts);
     nbr_plan_free(&plan);
     if (relay) {
-        nbr_plan_input_t round = nbr_comm_input_for(state, algorithm, &sizes);
-        if (nbr_build_size_plan(algorithm, &round, &sizes_plan, offset_of) != NBR_SUCCESS) {
-            seconds = INFINITY;
+        nbr_plan_input_t round_input = nbr_comm_input_for(state, algorithm, &sizes);
+        if (nbr_build_size_plan(algorithm, &round_input, &sizes_plan, offset_of) !=
+            NBR_SUCCESS) {
+            parts->seconds = INFINITY;
             goto out;
         }
-        seconds += nbr_sim_rank_estimate(&machine, &sizes_plan);
+        nbr_sim_rank_parts(&machine, &sizes_plan, &round);
         nbr_plan_free(&sizes_plan);
+        parts->seconds += round.seconds;
+        parts->net_out_bytes += round.net_out_bytes;
+        parts->net_in_bytes += round.net_in_bytes;
     }
 out:
     nbr_layout_free(&sizes);
     free(block_sizes);
     free(offset_of);
-    return seconds;
 }
 
 static void log_prices(const nbr_comm_t *state, const nbr_layout_t *layout, const double *job,
@@ -113,8 +119,8 @@ static void log_prices(const nbr_comm_t *state, const nbr_layout_t *layout, cons
 }
 
 int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
-                            const nbr_algorithm_t **candidates, double *prices, int *count,
-                            int *fallback)
+                            const nbr_algorithm_t **candidates, nbr_sim_parts_t *prices,
+                            int *count, int *fallback)
 {
     unsigned needs = 0;
     *count = 0;
@@ -133,7 +139,45 @@ int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int d
     /* a rank that cannot plan a candidate prices it at infinity, so the
      * job's price (the max) rules it out on every rank */
     for (int k = 0; rc == NBR_SUCCESS && k < *count; k++)
-        prices[k] = price(state, candidates[k], layout, device_buffers);
+        price(state, candidates[k], layout, device_buffers, &prices[k]);
+    return rc;
+}
+
+int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, double *job)
+{
+    int nodes = state->locality.num_nodes > 0 ? state->locality.num_nodes : 1;
+    int node = state->locality.node_of ? state->locality.node_of[state->rank] : 0;
+    size_t cells = (size_t)n * (size_t)nodes * 2; /* [candidate][node][out, in] */
+    double *seconds = malloc(((size_t)n + 1) * sizeof(double));
+    double *bytes = calloc(cells + 1, sizeof(double));
+    double *sums = malloc((cells + 1) * sizeof(double));
+    int rc = nbr_agree(state->comm, seconds && bytes && sums ? NBR_SUCCESS : NBR_ERR_NOMEM);
+    if (rc != NBR_SUCCESS)
+        goto out;
+    for (int k = 0; k < n; k++) {
+        seconds[k] = mine[k].seconds;
+        bytes[((size_t)k * nodes + node) * 2] = mine[k].net_out_bytes;
+        bytes[((size_t)k * nodes + node) * 2 + 1] = mine[k].net_in_bytes;
+    }
+    int mrc = MPI_Allreduce(seconds, job, n, MPI_DOUBLE, MPI_MAX, state->comm);
+    if (mrc == MPI_SUCCESS)
+        mrc = MPI_Allreduce(bytes, sums, (int)cells, MPI_DOUBLE, MPI_SUM, state->comm);
+    if (mrc != MPI_SUCCESS) {
+        rc = nbr_mpi_failed("MPI_Allreduce", mrc);
+        goto out;
+    }
+    /* a plan takes as long as its slowest rank or its busiest node's
+     * interfaces, whichever is longer */
+    for (int k = 0; k < n; k++)
+        for (int v = 0; v < nodes; v++) {
+            const double *at = &sums[((size_t)k * nodes + v) * 2];
+            double nic = nbr_sim_node_seconds(&state->config.machine, at[0], at[1]);
+            job[k] = nic > job[k] ? nic : job[k];
+        }
+out:
+    free(seconds);
+    free(bytes);
+    free(sums);
     return rc;
 }
 
@@ -148,7 +192,7 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_bu
     }
     int count = nbr_algorithm_count(), n = 0, fallback = -1, rc = NBR_SUCCESS;
     const nbr_algorithm_t **candidates = malloc((size_t)count * sizeof(*candidates));
-    double *mine = malloc(((size_t)count + 1) * sizeof(double));
+    nbr_sim_parts_t *mine = malloc(((size_t)count + 1) * sizeof(*mine));
     double *job = malloc(((size_t)count + 1) * sizeof(double));
     rc = nbr_agree(state->comm, candidates && mine && job ? NBR_SUCCESS : NBR_ERR_NOMEM);
     if (rc != NBR_SUCCESS)
@@ -157,11 +201,7 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_bu
      * communicator and the collective only */
     NBR_CHECK(nbr_select_local_prices(state, layout, device_buffers, candidates, mine, &n,
                                       &fallback));
-    int mrc = MPI_Allreduce(mine, job, n, MPI_DOUBLE, MPI_MAX, state->comm);
-    if (mrc != MPI_SUCCESS) {
-        rc = nbr_mpi_failed("MPI_Allreduce", mrc);
-        goto out;
-    }
+    NBR_CHECK(nbr_select_job_prices(state, mine, n, job));
     int best = nbr_select_choose(job, n, fallback);
     if (best < 0) {
         NBR_ERROR("auto: no algorithm could plan this %s on every rank",

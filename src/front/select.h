@@ -3,6 +3,7 @@
 #define NBR_FRONT_SELECT_H
 
 #include "front/comm.h"
+#include "plan/sim.h"
 
 /* The algorithm for a call of this layout (buffers on GPUs when
  * device_buffers): the decision kept for its signature, else every
@@ -14,13 +15,19 @@
 int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
                     int persistent, const nbr_algorithm_t **chosen);
 
-/* The part before the allreduce, every rank for itself: the candidates
+/* The part before the allreduces, every rank for itself: the candidates
  * (the same on every rank; at most nbr_algorithm_count()), this rank's
- * price of each (INFINITY: it cannot plan it) and the index of the
- * fallback (naive). Collective only in gathering the candidates' set-up
- * facts. Exposed for tests: ranks may well prefer different algorithms. */
+ * price of each in parts (seconds INFINITY: it cannot plan it; the bytes
+ * through its node's interfaces) and the index of the fallback (naive).
+ * Collective only in gathering the candidates' set-up facts. Exposed for
+ * tests: ranks may well prefer different algorithms. */
 int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
-                            const nbr_algorithm_t **candidates, double *prices, int *count,
-                            int *fallback);
+                            const nbr_algorithm_t **candidates, nbr_sim_parts_t *prices,
+                            int *count, int *fallback);
+
+/* The job's price of each of n candidates from every rank's parts
+ * (collective): the slowest rank's seconds or the busiest node's
+ * interfaces, whichever is longer. job holds n. */
+int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, double *job);
 
 #endif

@@ -361,12 +361,13 @@ static int nic_sharers(const nbr_locality_t *loc, int nics, int r)
     return sharing > 0 ? sharing : 1;
 }
 
-double nbr_sim_rank_estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan)
+/* The estimate with the interface shared by `sharers` ranks moving alike;
+ * the plan's network bytes out and in are added to *net_out / *net_in. */
+static double estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan, double sharers,
+                       double *net_out, double *net_in)
 {
     const nbr_machine_t *m = in->machine;
-    const nbr_locality_t *loc = in->locality;
-    int nics = m->nics > 0 ? m->nics : 1;
-    double sharers = loc ? nic_sharers(loc, nics, plan->rank) : 1, total = 0;
+    double total = 0;
     for (int p = 0; p < plan->num_phases; p++) {
         const nbr_phase_t *phase = &plan->phases[p];
         double port = 0, tail = 0, out = 0, in_bytes = 0, slowest = 0, copies = 0;
@@ -394,6 +395,8 @@ double nbr_sim_rank_estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan)
         /* the interface carries this rank's bytes and, as much again, each
          * other rank's on it: the ranks of a job move alike */
         double nic = (out > in_bytes ? out : in_bytes) * sharers / m->nic_bandwidth;
+        *net_out += out;
+        *net_in += in_bytes;
         double longest = port + tail;
         longest = nic > longest ? nic : longest;
         longest = slowest > longest ? slowest : longest;
@@ -401,4 +404,25 @@ double nbr_sim_rank_estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan)
         total += longest;
     }
     return total;
+}
+
+double nbr_sim_rank_estimate(const nbr_sim_input_t *in, const nbr_plan_t *plan)
+{
+    const nbr_locality_t *loc = in->locality;
+    int nics = in->machine->nics > 0 ? in->machine->nics : 1;
+    double out = 0, into = 0;
+    return estimate(in, plan, loc ? nic_sharers(loc, nics, plan->rank) : 1, &out, &into);
+}
+
+void nbr_sim_rank_parts(const nbr_sim_input_t *in, const nbr_plan_t *plan,
+                        nbr_sim_parts_t *parts)
+{
+    *parts = (nbr_sim_parts_t){0};
+    parts->seconds = estimate(in, plan, 1, &parts->net_out_bytes, &parts->net_in_bytes);
+}
+
+double nbr_sim_node_seconds(const nbr_machine_t *m, double out_bytes, double in_bytes)
+{
+    int nics = m->nics > 0 ? m->nics : 1;
+    return (out_bytes > in_bytes ? out_bytes : in_bytes) / (nics * m->nic_bandwidth);
 }

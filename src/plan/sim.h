@@ -76,6 +76,23 @@ int nbr_simulate(const nbr_sim_input_t *input, nbr_sim_result_t *result, double 
  * (max) makes it the job's. */
 double nbr_sim_rank_estimate(const nbr_sim_input_t *input, const nbr_plan_t *plan);
 
+/* A rank's estimate in parts, for a job-wide price that knows the nodes'
+ * real loads: its phases as nbr_sim_rank_estimate prices them but with its
+ * interface to itself (seconds), and its bytes out of and into its node
+ * (which the ranks of a node sum to price their interfaces together). */
+typedef struct nbr_sim_parts {
+    double seconds;
+    double net_out_bytes, net_in_bytes;
+} nbr_sim_parts_t;
+
+void nbr_sim_rank_parts(const nbr_sim_input_t *input, const nbr_plan_t *plan,
+                        nbr_sim_parts_t *parts);
+
+/* Seconds a node's interfaces need for its ranks' bytes out and in (all
+ * of its interfaces, evenly). A job's price of a plan: the most of its
+ * ranks' parts.seconds and of its nodes' nbr_sim_node_seconds. */
+double nbr_sim_node_seconds(const nbr_machine_t *machine, double out_bytes, double in_bytes);
+
 /* The path a message from rank a to rank b takes (a == b: a copy). */
 nbr_path_t nbr_sim_path(const nbr_sim_input_t *input, int a, int b);
 

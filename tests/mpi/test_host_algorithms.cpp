@@ -211,18 +211,21 @@ TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
             for (int i = 0; i < indeg; i++)
                 layout.recv[i] = {(size_t)i * n * sizeof(int), (size_t)n * sizeof(int)};
             std::vector<const nbr_algorithm_t *> cand(nbr_algorithm_count());
-            std::vector<double> mine(cand.size() + 1), job(cand.size() + 1);
+            std::vector<nbr_sim_parts_t> mine(cand.size() + 1);
+            std::vector<double> own(cand.size() + 1), job(cand.size() + 1);
             int count = 0, fallback = -1;
             EXPECT_EQ(nbr_select_local_prices(state, &layout, 0, cand.data(), mine.data(), &count,
                                               &fallback),
                       NBR_SUCCESS);
             nbr_layout_free(&layout);
-            const int local = nbr_select_choose(mine.data(), count, fallback);
+            for (int k = 0; k < count; k++)
+                own[k] = mine[k].seconds;
+            const int local = nbr_select_choose(own.data(), count, fallback);
             int low = 0, high = 0;
             MPI_Allreduce(&local, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
             MPI_Allreduce(&local, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
             differing += low != high;
-            MPI_Allreduce(mine.data(), job.data(), count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            EXPECT_EQ(nbr_select_job_prices(state, mine.data(), count, job.data()), NBR_SUCCESS);
             const int expected = nbr_select_choose(job.data(), count, fallback);
             // the call itself, bit-exact, and what it chose
             std::vector<int> send(n, me), got((size_t)n * indeg + 1, -1),
