@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include "alg/job.h"
+#include "alg/select.h"
 #include "plan/sim.h"
 #include "topo/machine.h"
 
@@ -19,6 +20,7 @@
 #include "harness/options.h"
 
 #include <limits.h>
+#include <math.h>
 #include <nbrcoll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +184,7 @@ typedef struct row {
     unsigned long long net_messages;
     double net_bytes;
     double setup; /* seconds to build the whole job's patterns here */
+    double estimate; /* what auto prices it at: the most of any rank's own estimate */
 } row_t;
 
 typedef struct call {
@@ -194,9 +197,33 @@ typedef struct call {
     size_t *block_sizes;
 } call_t;
 
+/* What auto prices the plans at (front/select.c): the slowest rank's own
+ * estimate or the busiest node's interfaces, whichever is longer. */
+static double job_price(const nbr_sim_input_t *in, const nbr_locality_t *loc)
+{
+    int nodes = loc->num_nodes > 0 ? loc->num_nodes : 1;
+    double *bytes = calloc((size_t)nodes * 2, sizeof(double)), price = 0;
+    if (!bytes)
+        return INFINITY;
+    for (int r = 0; r < in->nranks; r++) {
+        nbr_sim_parts_t parts;
+        nbr_sim_rank_parts(in, &in->plans[r], &parts);
+        price = parts.seconds > price ? parts.seconds : price;
+        bytes[loc->node_of[r] * 2] += parts.net_out_bytes;
+        bytes[loc->node_of[r] * 2 + 1] += parts.net_in_bytes;
+    }
+    for (int v = 0; v < nodes; v++) {
+        double nic = nbr_sim_node_seconds(in->machine, bytes[v * 2], bytes[v * 2 + 1]);
+        price = nic > price ? nic : price;
+    }
+    free(bytes);
+    return price;
+}
+
 /* Builds every rank's plan (data, or the size round before it) and
  * simulates them. */
-static int price(call_t *c, nbr_job_t *job, int size_round, nbr_sim_result_t *result)
+static int price(call_t *c, nbr_job_t *job, int size_round, nbr_sim_result_t *result,
+                 double *estimate)
 {
     int n = c->o->ranks, rc = NBR_SUCCESS;
     nbr_layout_t *layouts = c->layouts;
@@ -224,6 +251,8 @@ static int price(call_t *c, nbr_job_t *job, int size_round, nbr_sim_result_t *re
         nbr_sim_input_t in = {n, c->plans, c->loc, c->machine, c->o->device};
         char why[512];
         rc = nbr_simulate(&in, result, NULL, why, sizeof why);
+        *estimate += job_price(&in, c->loc);
+
         if (rc != NBR_SUCCESS)
             fprintf(stderr, "nbr_sim: %s: %s\n", job->algorithm->name, why);
     }
@@ -291,14 +320,17 @@ int main(int argc, char **argv)
            o.node_model ? loc.model.name : "flat", machine.name, nbr_collective_name(coll),
            o.device ? "device" : "host");
     printf("# edges %d; speedup: over naive's predicted time; net: between nodes, max "
-           "messages of one rank, total MB next to the floor\n",
+           "messages of one rank, total MB next to the floor; estimate: what auto prices a "
+           "plan at (the most of any rank's own estimate); auto: the row auto picks by those "
+           "prices (runs: the plan it runs)\n",
            graph.out_offsets[o.ranks]);
-    printf("%-10s %8s %12s %8s %9s %10s %10s %6s %9s\n", "algorithm", "bytes", "time_us",
-           "speedup", "net_msgs", "net_MB", "floor_MB", "ratio", "setup_s");
+    printf("%-10s %8s %12s %8s %9s %10s %10s %6s %9s %11s  %s\n", "algorithm", "bytes",
+           "time_us", "speedup", "net_msgs", "net_MB", "floor_MB", "ratio", "setup_s",
+           "estimate_us", "runs");
     if (csv)
         fprintf(csv, "pattern,ranks,ranks_per_node,node_model,machine,collective,memory,bytes,"
                      "algorithm,seconds,mean_seconds,speedup_vs_naive,max_rank_net_messages,"
-                     "net_bytes,floor_bytes,setup_seconds\n");
+                     "net_bytes,floor_bytes,setup_seconds,estimate_seconds,runs\n");
 
     int status = 0;
     for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;
@@ -325,9 +357,11 @@ int main(int argc, char **argv)
             nbr_sim_result_t round = {0};
             int relay = coll == NBR_COLL_ALLGATHERV && algorithm->size_plan &&
                         (algorithm->collectives & NBR_COLL_BIT(coll));
-            status = relay ? price(&c, &job, 1, &round) : 0;
+            double round_estimate = 0;
+            status = relay ? price(&c, &job, 1, &round, &round_estimate) : 0;
             if (status == 0)
-                status = price(&c, &job, 0, &rows[a].result);
+                status = price(&c, &job, 0, &rows[a].result, &rows[a].estimate);
+            rows[a].estimate += round_estimate;
             nbr_job_free(&job);
             /* the size round runs first, then the data */
             rows[a].seconds = rows[a].result.seconds + round.seconds;
@@ -338,22 +372,37 @@ int main(int argc, char **argv)
             if (!strcmp(algorithm->name, "naive"))
                 naive = rows[a].seconds;
         }
-        for (int a = 0; a < o.num_algorithms && status == 0; a++) {
-            const row_t *w = &rows[a];
+        /* auto's choice among the rows, by its own rule and prices (the
+         * last row, when naive was simulated) */
+        double prices[MAX_ALGORITHMS];
+        int fallback = -1, n_rows = o.num_algorithms;
+        for (int a = 0; a < n_rows && status == 0; a++) {
+            int eligible = nbr_select_eligible(rows[a].algorithm, coll, o.ranks,
+                                               NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT);
+            prices[a] = eligible ? rows[a].estimate : -1;
+            if (rows[a].algorithm == nbr_baseline_algorithm())
+                fallback = a;
+        }
+        int pick = status == 0 && fallback >= 0 ? nbr_select_choose(prices, n_rows, fallback) : -1;
+        for (int a = 0; a <= n_rows && status == 0; a++) {
+            if (a == n_rows && pick < 0)
+                break;
+            const row_t *w = &rows[a < n_rows ? a : pick];
+            const char *name = a < n_rows ? w->algorithm->name : NBR_AUTO_NAME;
             double speedup = naive > 0 ? naive / w->seconds : 0;
-            printf("%-10s %8s %12.2f %8.2f %9llu %10.3f %10.3f %6.2f %9.3f\n",
-                   w->algorithm->name, label, w->seconds * 1e6, speedup,
-                   (unsigned long long)w->net_messages, w->net_bytes / 1e6, floor / 1e6,
-                   floor > 0 ? w->net_bytes / floor : 0, w->setup);
+            printf("%-10s %8s %12.2f %8.2f %9llu %10.3f %10.3f %6.2f %9.3f %11.2f  %s\n", name,
+                   label, w->seconds * 1e6, speedup, (unsigned long long)w->net_messages,
+                   w->net_bytes / 1e6, floor / 1e6, floor > 0 ? w->net_bytes / floor : 0,
+                   w->setup, w->estimate * 1e6, w->algorithm->name);
             if (csv)
                 fprintf(csv, "\"%s\",%d,%d,%s,%s,%s,%s,%llu,%s,%.9g,%.9g,%.4f,%llu,%.0f,%.0f,"
-                             "%.4f\n",
+                             "%.4f,%.9g,%s\n",
                         pattern, o.ranks, o.ranks_per_node,
                         o.node_model ? loc.model.name : "flat", machine.name,
                         nbr_collective_name(coll), o.device ? "device" : "host",
-                        (unsigned long long)bytes, w->algorithm->name, w->seconds,
-                        w->result.mean_seconds, speedup, (unsigned long long)w->net_messages,
-                        w->net_bytes, floor, w->setup);
+                        (unsigned long long)bytes, name, w->seconds, w->result.mean_seconds,
+                        speedup, (unsigned long long)w->net_messages, w->net_bytes, floor,
+                        w->setup, w->estimate, w->algorithm->name);
         }
     }
     for (int r = 0; r < o.ranks; r++) {
