@@ -43,8 +43,10 @@ typedef struct nbr_dev_exec {
     nbr_device_ctx_t *ctx;
     MPI_Comm comm;
     nbr_dev_buffer_t buf[NBR_NUM_BUFFERS];
-    char *own_scratch; /* when the binder gave none; device memory if own_scratch_on_device */
+    char *own_scratch; /* when the binder gave none; device memory if own_scratch_on_device;
+                        * kept between binds (allocations cost more than calls) */
     int own_scratch_on_device;
+    size_t own_scratch_bytes;
     nbr_ipc_handle_t handle[NBR_NUM_BUFFERS]; /* device buffers sent over IPC */
     size_t handle_offset[NBR_NUM_BUFFERS];
     nbr_dev_item_t *items;
@@ -280,6 +282,17 @@ static int buffer_kind(const nbr_device_ctx_t *ctx, const nbr_exec_buffer_t *buf
     return rc;
 }
 
+static void free_scratch(nbr_dev_exec_t *exec)
+{
+    if (exec->own_scratch_on_device)
+        exec->ctx->backend->mem_free(exec->own_scratch);
+    else
+        free(exec->own_scratch);
+    exec->own_scratch = NULL;
+    exec->own_scratch_on_device = 0;
+    exec->own_scratch_bytes = 0;
+}
+
 /* Scratch lives on the device when a user buffer does. */
 static int provide_scratch(nbr_dev_exec_t *exec)
 {
@@ -287,14 +300,21 @@ static int provide_scratch(nbr_dev_exec_t *exec)
     if (exec->buf[NBR_BUF_SCRATCH].base || bytes == 0)
         return NBR_SUCCESS;
     int rc = NBR_SUCCESS;
-    if (exec->buf[NBR_BUF_SEND].kind == NBR_MEM_DEVICE ||
-        exec->buf[NBR_BUF_RECV].kind == NBR_MEM_DEVICE) {
+    int on_device = exec->buf[NBR_BUF_SEND].kind == NBR_MEM_DEVICE ||
+                    exec->buf[NBR_BUF_RECV].kind == NBR_MEM_DEVICE;
+    if (exec->own_scratch && (exec->own_scratch_bytes < bytes ||
+                              exec->own_scratch_on_device != on_device))
+        free_scratch(exec);
+    if (!exec->own_scratch && on_device) {
         rc = exec->ctx->backend->mem_alloc((void **)&exec->own_scratch, bytes);
         exec->own_scratch_on_device = rc == NBR_SUCCESS;
-        exec->buf[NBR_BUF_SCRATCH].kind = NBR_MEM_DEVICE;
-    } else if (!(exec->own_scratch = malloc(bytes))) {
+    } else if (!exec->own_scratch && !(exec->own_scratch = malloc(bytes))) {
         rc = NBR_ERR_NOMEM;
     }
+    if (rc == NBR_SUCCESS && exec->own_scratch_bytes < bytes)
+        exec->own_scratch_bytes = bytes;
+    if (on_device)
+        exec->buf[NBR_BUF_SCRATCH].kind = NBR_MEM_DEVICE;
     exec->buf[NBR_BUF_SCRATCH].base = exec->own_scratch;
     return rc;
 }
@@ -767,13 +787,7 @@ static void add_counters(const nbr_executor_t *core, nbr_counters_t *c)
 
 static void unbind(nbr_executor_t *core)
 {
-    nbr_dev_exec_t *exec = of(core);
-    if (exec->own_scratch_on_device)
-        exec->ctx->backend->mem_free(exec->own_scratch);
-    else
-        free(exec->own_scratch);
-    exec->own_scratch = NULL;
-    exec->own_scratch_on_device = 0;
+    (void)core; /* the scratch stays for the next bind; destroy frees it */
 }
 
 static int create(nbr_exec_domain_t *domain, nbr_executor_t **out)
@@ -799,6 +813,7 @@ static void destroy(nbr_executor_t *core)
     free(exec->batch);
     free(exec->batch_items);
     free(exec->scratch);
+    free_scratch(exec);
     free(exec);
 }
 
