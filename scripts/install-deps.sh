@@ -9,6 +9,7 @@ PACKAGES=(
   libhwloc-dev libgtest-dev
   hipcc libamdhip64-dev librocm-smi-dev   # HIP compile checks; no GPU needed
   iproute2                                # bench/cluster: namespaces, tc
+  python3 gnuplot-nox                     # bench/grid.sh: report and plots
 )
 
 missing=()

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# grid.sh: the bench grid of issue 12. Times mpi, naive, halving, combining,
+# leader and auto (interleaved, checked bit-exact first) over RSG densities
+# and Moore stencils, sizes in powers of 4, on the emulated 4 x 4 cluster
+# (bench/cluster/local-cluster.sh, as root) and on one node of 8 ranks; asks
+# nbr_sim for its prediction of the same points; then bench/grid_report.py
+# writes the verdict per point, the simulator table and the plots.
+#
+# Run with --help for usage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD_DIR:-build}
+OUT=""
+CONFIGS="cluster,node"
+PATTERNS="rsg:0.05,rsg:0.2,rsg:0.4,rsg:0.7,moore:2:1,moore:2:2,moore:3:1"
+MIN=16 MAX=16Mi SPLIT=64Ki MAXMEM=640Mi
+ITERS_SMALL=200 ITERS_LARGE=7 WARMUP=2
+ALGS=mpi,naive,halving,combining,leader,auto
+CLUSTER_MACHINE=topo/emulated-4x4-1gbit.machine
+NODE_MACHINE=default
+
+usage() {
+  cat <<EOF
+Usage: bench/grid.sh --out DIR [options]
+
+  --out DIR          where CSVs, logs, report and plots go (required)
+  --configs LIST     cluster (4 emulated nodes x 4 ranks, needs root and
+                     iproute2) and/or node (8 ranks on this node) [$CONFIGS]
+  --patterns LIST    rsg:DENSITY and moore:DIMS:RADIUS items [$PATTERNS]
+  --min-bytes B --max-bytes B   per-neighbor sizes, powers of 4 [$MIN, $MAX]
+  --split B          sizes up to B get --iters-small timed rounds, larger
+                     ones --iters-large [$SPLIT]
+  --iters-small N --iters-large N --warmup N  [$ITERS_SMALL, $ITERS_LARGE, $WARMUP]
+  --algorithms LIST  [$ALGS]
+  --max-mem B        nbr_bench skips sizes needing more buffer memory per
+                     rank (16 ranks share this machine's memory) [$MAXMEM]
+  --cluster-machine F  machine file auto prices plans with on the cluster
+                     (NBR_MACHINE) [$CLUSTER_MACHINE]
+  --node-machine F   the same for the node config ('default': the
+                     library's built-in machine, NBR_MACHINE unset) [$NODE_MACHINE]
+
+Needs a build with the bench ($BUILD/bench/nbr_bench, nbr_sim), python3 and
+gnuplot for the plots (the report is written without gnuplot).
+EOF
+}
+
+while (($#)); do
+  case $1 in
+    --out) OUT=$2; shift 2 ;;
+    --configs) CONFIGS=$2; shift 2 ;;
+    --patterns) PATTERNS=$2; shift 2 ;;
+    --min-bytes) MIN=$2; shift 2 ;;
+    --max-bytes) MAX=$2; shift 2 ;;
+    --split) SPLIT=$2; shift 2 ;;
+    --iters-small) ITERS_SMALL=$2; shift 2 ;;
+    --iters-large) ITERS_LARGE=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
+    --algorithms) ALGS=$2; shift 2 ;;
+    --max-mem) MAXMEM=$2; shift 2 ;;
+    --cluster-machine) CLUSTER_MACHINE=$2; shift 2 ;;
+    --node-machine) NODE_MACHINE=$2; shift 2 ;;
+    --help|-h) usage; exit 0 ;;
+    *) echo "grid: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -n $OUT ]] || { echo "grid: --out DIR is required" >&2; exit 2; }
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# bytes of a size with an optional Ki/Mi suffix
+to_bytes() {
+  local v=$1
+  case $v in
+    *Ki|*K) echo $(( ${v%%K*} * 1024 )) ;;
+    *Mi|*M) echo $(( ${v%%M*} * 1048576 )) ;;
+    *) echo "$v" ;;
+  esac
+}
+min_b=$(to_bytes "$MIN") max_b=$(to_bytes "$MAX") split_b=$(to_bytes "$SPLIT")
+
+# nbr_bench / nbr_sim graph options of one pattern item; its file tag
+graph_args() {
+  IFS=: read -r kind a b <<<"$1"
+  case $kind in
+    rsg) echo "--pattern rsg --density $a --seed 1" ;;
+    moore) echo "--pattern moore --dims $a --radius $b" ;;
+    *) echo "grid: bad pattern '$1'" >&2; exit 2 ;;
+  esac
+}
+tag_of() { echo "$1" | tr ':.' '-_'; }
+
+# run_config NAME RANKS RPN MACHINE LAUNCHER...: the bench passes of every
+# pattern, then nbr_sim on the same points.
+run_config() {
+  local name=$1 ranks=$2 rpn=$3 machine=$4
+  shift 4
+  local -a launch=("$@")
+  local -a env=()
+  [[ -n $machine && $machine != default ]] && env=(env "NBR_MACHINE=$machine")
+  IFS=, read -ra items <<<"$PATTERNS"
+  for item in "${items[@]}"; do
+    local g tag
+    g=$(graph_args "$item")
+    tag=$(tag_of "$item")
+    # small sizes: more rounds; large sizes: fewer (each costs seconds)
+    local pass lo hi iters
+    for pass in small large; do
+      if [[ $pass == small ]]; then
+        lo=$min_b hi=$((split_b < max_b ? split_b : max_b)) iters=$ITERS_SMALL
+      else
+        lo=$((split_b * 4)) hi=$max_b iters=$ITERS_LARGE
+      fi
+      ((lo <= hi)) || continue
+      local csv="$OUT/$name-$tag-$pass.csv" log="$OUT/$name-$tag-$pass.txt"
+      # shellcheck disable=SC2086
+      local -a cmd=("${env[@]}" "${launch[@]}" "$BUILD/bench/nbr_bench" $g
+        --algorithms "$ALGS" --step 4 --min-bytes "$lo" --max-bytes "$hi"
+        --warmup "$WARMUP" --iters "$iters" --max-mem "$MAXMEM" --csv "$csv")
+      echo "grid: ${cmd[*]}" | tee "$log"
+      "${cmd[@]}" >>"$log" 2>&1 || { echo "grid: failed, see $log" >&2; exit 1; }
+    done
+    if [[ -n $machine ]]; then
+      # shellcheck disable=SC2086
+      local -a sim=("$BUILD/bench/nbr_sim" --machine "$machine" $g
+        --ranks "$ranks" --ranks-per-node "$rpn" --step 4
+        --min-bytes "$min_b" --max-bytes "$max_b"
+        --algorithms naive,halving,combining,leader
+        --csv "$OUT/$name-$tag-sim.csv")
+      echo "grid: ${sim[*]}" >"$OUT/$name-$tag-sim.txt"
+      "${sim[@]}" >>"$OUT/$name-$tag-sim.txt"
+    fi
+  done
+}
+
+IFS=, read -ra configs <<<"$CONFIGS"
+for c in "${configs[@]}"; do
+  case $c in
+    cluster) run_config cluster 16 4 "$CLUSTER_MACHINE" \
+               bench/cluster/local-cluster.sh 4 4 ;;
+    node) run_config node 8 8 "$NODE_MACHINE" \
+            mpirun --oversubscribe -np 8 ;;
+    *) echo "grid: unknown config '$c'" >&2; exit 2 ;;
+  esac
+done
+
+python3 bench/grid_report.py --out "$OUT" "$OUT"/*.csv

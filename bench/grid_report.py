@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""grid_report.py: the verdicts, the simulator table and the plots of a bench
+grid (bench/grid.sh).
+
+Reads nbr_bench CSVs named CONFIG-PATTERN-PASS.csv and nbr_sim CSVs named
+CONFIG-PATTERN-sim.csv, writes OUT/report.txt and, when gnuplot is there,
+OUT/CONFIG.png (speedup over mpi against size, one panel per pattern).
+
+Verdict per point (config, pattern, size): auto's median against the best
+fixed nbrcoll algorithm's (>= 0.95) and against mpi's (>= 0.97). Noise is
+judged from the run itself: auto runs exactly the code of the algorithm it
+chose, so the spread of auto / chosen over all points of a config is what
+two identical runs differ by there. A point that misses a target by less
+than that spread (its 90th percentile) is a tie within noise; one that
+misses by more is a loss.
+"""
+import argparse
+import csv
+import math
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+
+FIXED = ["naive", "halving", "combining", "leader"]
+PLOTTED = ["naive", "halving", "combining", "leader", "auto"]
+BEST_TARGET, MPI_TARGET, SIM_TOLERANCE = 0.95, 0.97, 0.25
+
+
+def size_label(b):
+    for unit, shift in (("Mi", 20), ("Ki", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return "%d%s" % (b >> shift, unit)
+    return str(b)
+
+
+def split_name(path):
+    """(config, kind) of CONFIG-PATTERN-KIND.csv"""
+    base = os.path.basename(path)[:-4]
+    return base.split("-", 1)[0], base.rsplit("-", 1)[-1]
+
+
+def load(paths):
+    """bench[config][(pattern, bytes)][algorithm] = row; sim likewise with
+    predicted speedups over naive; picks[config][(pattern, bytes)] = the
+    algorithm nbr_sim predicts auto runs; pattern order as first seen."""
+    bench = defaultdict(lambda: defaultdict(dict))
+    sim = defaultdict(lambda: defaultdict(dict))
+    picks = defaultdict(dict)  # what nbr_sim says auto would run
+    order = []
+    for path in paths:
+        config, kind = split_name(path)
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                key = (row["pattern"], int(row["bytes"]))
+                if row["pattern"] not in order:
+                    order.append(row["pattern"])
+                if kind == "sim":
+                    sim[config][key][row["algorithm"]] = float(
+                        row["speedup_vs_naive"])
+                    if row["algorithm"] == "auto" and row.get("runs"):
+                        picks[config][key] = row["runs"]
+                else:
+                    bench[config][key][row["algorithm"]] = row
+    return bench, sim, picks, order
+
+
+def med(row):
+    return float(row["median_us"])
+
+
+def quantile(values, q):
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, int(math.ceil(q * len(s))) - 1)]
+
+
+def noise_of(points):
+    """90th percentile of max(a/b, b/a) - 1 over auto and the algorithm it
+    chose: the same code, timed side by side."""
+    spread = []
+    for algs in points.values():
+        a = algs.get("auto")
+        if a and a["chosen"] in algs:
+            x, y = med(a), med(algs[a["chosen"]])
+            spread.append(max(x / y, y / x) - 1)
+    return quantile(spread, 0.9), len(spread)
+
+
+def verdicts(config, points, picks, order, out):
+    noise, n = noise_of(points)
+    out.append("## %s: auto against the best fixed algorithm and mpi" % config)
+    out.append("noise: auto vs the algorithm it chose (same code) differ by "
+               "up to %.1f %% at 90 %% of %d points" % (100 * noise, n))
+    out.append("%-18s %7s %10s %-10s %10s %-15s %-10s %7s %7s  %s" % (
+        "pattern", "bytes", "mpi_us", "best", "best_us", "auto(chose)",
+        "sim_picks", "a/best", "a/mpi", "verdict"))
+    tally = defaultdict(int)
+    for pattern in order:
+        for (p, b) in sorted(k for k in points if k[0] == pattern):
+            algs = points[(p, b)]
+            if "auto" not in algs or "mpi" not in algs:
+                continue
+            fixed = [a for a in FIXED if a in algs]
+            best = min(fixed, key=lambda a: med(algs[a]))
+            auto = med(algs["auto"])
+            r_best = med(algs[best]) / auto
+            r_mpi = med(algs["mpi"]) / auto
+            worst = min(r_best / BEST_TARGET, r_mpi / MPI_TARGET)
+            if worst >= 1:
+                v = "ok"
+            elif worst * (1 + noise) >= 1:
+                v = "tie (noise)"
+            else:
+                v = "LOSS"
+            tally[v] += 1
+            out.append("%-18s %7s %10.1f %-10s %10.1f %-15s %-10s %7.2f %7.2f  %s" % (
+                p, size_label(b), med(algs["mpi"]), best, med(algs[best]),
+                "auto(%s)" % algs["auto"]["chosen"], picks.get((p, b), "-"),
+                r_best, r_mpi, v))
+    out.append("%s: %s" % (config, ", ".join(
+        "%d %s" % (tally[k], k) for k in ("ok", "tie (noise)", "LOSS"))))
+    out.append("")
+
+
+def sim_table(config, points, predicted, order, out):
+    out.append("## %s: simulator's speedup over naive against the measured"
+               % config)
+    out.append("%-18s %7s %-10s %9s %9s %7s" % (
+        "pattern", "bytes", "algorithm", "measured", "predicted", "error"))
+    inside = total = 0
+    for pattern in order:
+        for key in sorted(k for k in points if k[0] == pattern):
+            algs, pred = points[key], predicted.get(key, {})
+            if "naive" not in algs:
+                continue
+            for a in FIXED[1:]:
+                if a not in algs or a not in pred:
+                    continue
+                meas = med(algs["naive"]) / med(algs[a])
+                err = pred[a] / meas - 1
+                total += 1
+                inside += abs(err) <= SIM_TOLERANCE
+                out.append("%-18s %7s %-10s %9.2f %9.2f %+6.0f%%%s" % (
+                    key[0], size_label(key[1]), a, meas, pred[a], 100 * err,
+                    "" if abs(err) <= SIM_TOLERANCE else "  outside"))
+    out.append("%s: %d of %d predictions within %d %% of the measurement"
+               % (config, inside, total, 100 * SIM_TOLERANCE))
+    out.append("")
+
+
+def plot(config, points, order, outdir):
+    """OUT/CONFIG.png via gnuplot; returns the path or None."""
+    if not shutil.which("gnuplot"):
+        return None
+    dat = os.path.join(outdir, config + ".dat")
+    blocks = {}
+    with open(dat, "w") as f:
+        for pattern in order:
+            keys = sorted(k for k in points if k[0] == pattern)
+            for a in PLOTTED:
+                rows = [(b, med(points[(p, b)]["mpi"]) / med(points[(p, b)][a]))
+                        for (p, b) in keys
+                        if a in points[(p, b)] and "mpi" in points[(p, b)]]
+                if not rows:
+                    continue
+                blocks[(pattern, a)] = len(blocks)
+                f.write("# %s %s\n" % (pattern, a))
+                for b, s in rows:
+                    f.write("%d %.4f\n" % (b, s))
+                f.write("\n\n")
+    panels = [p for p in order if any(k[0] == p for k in blocks)]
+    if not panels:
+        return None
+    png = os.path.join(outdir, config + ".png")
+    cols = 4 if len(panels) > 4 else len(panels)
+    rows = (len(panels) + cols - 1) // cols
+    g = ["set terminal pngcairo noenhanced size %d,%d font ',9'"
+         % (420 * cols, 340 * rows),
+         "set output '%s'" % png,
+         "set multiplot layout %d,%d title 'nbrcoll %s: speedup over MPI_"
+         "Neighbor_allgather (median; > 1 is faster)'" % (rows, cols, config),
+         "set logscale x 4", "set logscale y 2", "set grid",
+         "set xtics 16, 64", "set format x '%.0b%BB'",
+         "set xlabel 'bytes per neighbor'",
+         "set key top left"]
+    styles = {"auto": "lw 3 lc rgb 'black'", "naive": "lc rgb '#888888'",
+              "halving": "lc rgb '#1f77b4'", "combining": "lc rgb '#2ca02c'",
+              "leader": "lc rgb '#d62728'"}
+    for pattern in panels:
+        g.append("set title '%s'" % pattern)
+        parts = ["1 notitle lc rgb '#bbbbbb' dt 2"]
+        for a in PLOTTED:
+            if (pattern, a) in blocks:
+                parts.append("'%s' index %d with linespoints %s title '%s'"
+                             % (dat, blocks[(pattern, a)], styles[a], a))
+        g.append("plot " + ", ".join(parts))
+    g.append("unset multiplot")
+    subprocess.run(["gnuplot"], input="\n".join(g) + "\n", text=True,
+                   check=True)
+    return png
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="directory for the report")
+    ap.add_argument("csv", nargs="+", help="nbr_bench and nbr_sim CSVs")
+    args = ap.parse_args()
+    bench, sim, picks, order = load(args.csv)
+    out = []
+    for config in sorted(bench):
+        verdicts(config, bench[config], picks[config], order, out)
+        if config in sim:
+            sim_table(config, bench[config], sim[config], order, out)
+        png = plot(config, bench[config], order, args.out)
+        out.append("plot: %s" % (png or "(no gnuplot: not drawn)"))
+        out.append("")
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(args.out, "report.txt"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Checks grid_report.py's verdicts and simulator table on hand-made CSVs:
+a clear win, a loss within the run's noise, a clear loss, and predictions
+inside and outside 25 %. Exit status 0 when every check holds."""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH_HEAD = ("pattern,ranks,nodes,collective,algorithm,bytes,median_us,min_us,"
+              "max_us,speedup_vs_mpi,inter_msgs_per_rank,inter_bytes_per_rank,"
+              "offsocket_msgs_per_rank,counted,bandwidth_GBps,memory,"
+              "intrasocket_msgs_per_rank,offsocket_msgs_max_per_rank,chosen\n")
+SIM_HEAD = ("pattern,ranks,ranks_per_node,node_model,machine,collective,memory,"
+            "bytes,algorithm,seconds,mean_seconds,speedup_vs_naive,"
+            "max_rank_net_messages,net_bytes,floor_bytes,setup_seconds\n")
+
+
+def bench_rows(pattern, size, times, chosen):
+    rows = []
+    for alg, us in times.items():
+        rows.append('"%s",16,4,allgather,%s,%d,%.3f,%.3f,%.3f,1,0,0,0,measured,0,'
+                    'host,0,0,%s\n' % (pattern, alg, size, us, us, us,
+                                       chosen if alg == "auto" else alg))
+    return rows
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "t-p-small.csv"), "w") as f:
+            f.write(BENCH_HEAD)
+            # auto = halving exactly; 2 % apart: the noise is 2 %
+            f.writelines(bench_rows("p", 16, {"mpi": 100, "naive": 100,
+                "halving": 50, "combining": 80, "leader": 100, "auto": 51},
+                "halving"))
+            # auto chose naive, 0.96x mpi: 1 % short of 0.97, within the
+            # 2 % noise: a tie
+            f.writelines(bench_rows("p", 64, {"mpi": 100, "naive": 104,
+                "halving": 120, "combining": 100, "leader": 104, "auto": 104},
+                "naive"))
+            # auto chose leader, 40 % slower than halving: a loss
+            f.writelines(bench_rows("p", 256, {"mpi": 100, "naive": 100,
+                "halving": 60, "combining": 90, "leader": 100, "auto": 100},
+                "leader"))
+        with open(os.path.join(d, "t-p-sim.csv"), "w") as f:
+            f.write(SIM_HEAD)
+            for alg, s in (("naive", 1.0), ("halving", 2.1), ("combining", 2.0),
+                           ("leader", 1.0)):
+                f.write('"p",16,4,flat,m,allgather,host,16,%s,1,1,%.4f,0,0,0,0\n'
+                        % (alg, s))
+        out = subprocess.run(
+            [sys.executable, os.path.join(HERE, "grid_report.py"), "--out", d,
+             os.path.join(d, "t-p-small.csv"), os.path.join(d, "t-p-sim.csv")],
+            capture_output=True, text=True)
+        text = out.stdout
+        if out.returncode != 0:
+            failures.append("grid_report.py failed: " + out.stderr)
+
+        def line_of(size):
+            for line in text.splitlines():
+                w = line.split()
+                if len(w) > 2 and w[0] == "p" and w[1] == size and "auto(" in line:
+                    return line
+            return ""
+
+        checks = [
+            ("16 B is ok", line_of("16").endswith("ok")),
+            ("64 B is a tie within noise", line_of("64").endswith("tie (noise)")),
+            ("256 B is a loss", line_of("256").endswith("LOSS")),
+            ("noise is 2 %", "up to 2.0 %" in text),
+            ("tally", "t: 1 ok, 1 tie (noise), 1 LOSS" in text),
+            # measured halving 100/50 = 2.0 vs 2.1 predicted: inside;
+            # combining 100/80 = 1.25 vs 2.0: +60 %, outside
+            ("halving inside", any(l.split()[:3] == ["p", "16", "halving"] and
+                                   not l.endswith("outside")
+                                   for l in text.splitlines())),
+            ("combining outside", any(l.split()[:3] == ["p", "16", "combining"]
+                                      and l.endswith("outside")
+                                      for l in text.splitlines())),
+            ("sim tally", "t: 2 of 3 predictions within 25 %" in text),
+        ]
+        failures += [name for name, ok in checks if not ok]
+    if failures:
+        sys.stdout.write(text)
+        print("FAILED: " + "; ".join(failures))
+        return 1
+    print("grid_report checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
