@@ -212,10 +212,7 @@ static double job_price(const nbr_sim_input_t *in, const nbr_locality_t *loc)
         bytes[loc->node_of[r] * 2] += parts.net_out_bytes;
         bytes[loc->node_of[r] * 2 + 1] += parts.net_in_bytes;
     }
-    for (int v = 0; v < nodes; v++) {
-        double nic = nbr_sim_node_seconds(in->machine, bytes[v * 2], bytes[v * 2 + 1]);
-        price = nic > price ? nic : price;
-    }
+    price = nbr_sim_job_price(in->machine, price, bytes, nodes);
     free(bytes);
     return price;
 }

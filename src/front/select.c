@@ -166,14 +166,9 @@ int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n,
         rc = nbr_mpi_failed("MPI_Allreduce", mrc);
         goto out;
     }
-    /* a plan takes as long as its slowest rank or its busiest node's
-     * interfaces, whichever is longer */
     for (int k = 0; k < n; k++)
-        for (int v = 0; v < nodes; v++) {
-            const double *at = &sums[((size_t)k * nodes + v) * 2];
-            double nic = nbr_sim_node_seconds(&state->config.machine, at[0], at[1]);
-            job[k] = nic > job[k] ? nic : job[k];
-        }
+        job[k] = nbr_sim_job_price(&state->config.machine, job[k],
+                                   &sums[(size_t)k * nodes * 2], nodes);
 out:
     free(seconds);
     free(bytes);

@@ -421,8 +421,15 @@ void nbr_sim_rank_parts(const nbr_sim_input_t *in, const nbr_plan_t *plan,
     parts->seconds = estimate(in, plan, 1, &parts->net_out_bytes, &parts->net_in_bytes);
 }
 
-double nbr_sim_node_seconds(const nbr_machine_t *m, double out_bytes, double in_bytes)
+double nbr_sim_job_price(const nbr_machine_t *m, double slowest_rank, const double *node_bytes,
+                         int nodes)
 {
     int nics = m->nics > 0 ? m->nics : 1;
-    return (out_bytes > in_bytes ? out_bytes : in_bytes) / (nics * m->nic_bandwidth);
+    double price = slowest_rank;
+    for (int v = 0; v < nodes; v++) {
+        double out = node_bytes[2 * v], in = node_bytes[2 * v + 1];
+        double nic = (out > in ? out : in) / (nics * m->nic_bandwidth);
+        price = nic > price ? nic : price;
+    }
+    return price;
 }

@@ -88,10 +88,12 @@ typedef struct nbr_sim_parts {
 void nbr_sim_rank_parts(const nbr_sim_input_t *input, const nbr_plan_t *plan,
                         nbr_sim_parts_t *parts);
 
-/* Seconds a node's interfaces need for its ranks' bytes out and in (all
- * of its interfaces, evenly). A job's price of a plan: the most of its
- * ranks' parts.seconds and of its nodes' nbr_sim_node_seconds. */
-double nbr_sim_node_seconds(const nbr_machine_t *machine, double out_bytes, double in_bytes);
+/* A job's price of a plan from its ranks' parts: the slowest rank's
+ * seconds (slowest_rank) or the busiest node's interfaces, whichever is
+ * longer; node_bytes[2v], [2v+1]: node v's ranks' bytes out and in, summed
+ * (all of its interfaces carry them, evenly). */
+double nbr_sim_job_price(const nbr_machine_t *machine, double slowest_rank,
+                         const double *node_bytes, int nodes);
 
 /* The path a message from rank a to rank b takes (a == b: a copy). */
 nbr_path_t nbr_sim_path(const nbr_sim_input_t *input, int a, int b);
