@@ -8,19 +8,155 @@
 #include "base/settings.h"
 
 #include <nbrcoll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef uint64_t word_t;
-#define WORD_BITS 64
+/* Active out-neighbors of every rank and active in-neighbors of every
+ * rank, both as sorted lists that only shrink: a pair's common neighbors
+ * leave the pair's two out-lists and those neighbors' in-lists. Friends
+ * are found through the in-lists (p and q share t when both are in t's),
+ * so a round costs the sum of squared in-degrees, not n^2. */
+typedef struct lists {
+    int *start; /* list r at item + start[r], start[n] items in all */
+    int *len;   /* live length */
+    int *item;
+} lists_t;
 
-static int shared(const word_t *a, const word_t *b, int words)
+static void lists_free(lists_t *l)
 {
-    int c = 0;
-    for (int w = 0; w < words; w++)
-        if (a[w] & b[w])
-            c += __builtin_popcountll(a[w] & b[w]);
-    return c;
+    free(l->start);
+    free(l->len);
+    free(l->item);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* out: each rank's distinct out-neighbors, itself excluded (self-loops
+ * are local copies); in: the transpose. */
+static int active_lists(int n, const int *out_offsets, const int *out_targets, lists_t *out,
+                        lists_t *in)
+{
+    int edges = out_offsets[n];
+    out->start = malloc(((size_t)n + 1) * sizeof(int));
+    out->len = calloc((size_t)n + 1, sizeof(int));
+    out->item = malloc(((size_t)edges + 1) * sizeof(int));
+    in->start = calloc((size_t)n + 1, sizeof(int));
+    in->len = calloc((size_t)n + 1, sizeof(int));
+    in->item = malloc(((size_t)edges + 1) * sizeof(int));
+    if (!out->start || !out->len || !out->item || !in->start || !in->len || !in->item)
+        return NBR_ERR_NOMEM;
+    for (int p = 0; p < n; p++) {
+        int *list = out->item + out_offsets[p], k = 0, m = out_offsets[p + 1] - out_offsets[p];
+        out->start[p] = out_offsets[p];
+        memcpy(list, out_targets + out_offsets[p], (size_t)m * sizeof(int));
+        qsort(list, (size_t)m, sizeof(int), cmp_int);
+        for (int i = 0; i < m; i++)
+            if (list[i] != p && (k == 0 || list[k - 1] != list[i]))
+                list[k++] = list[i];
+        out->len[p] = k;
+        for (int i = 0; i < k; i++)
+            in->len[list[i]]++;
+    }
+    out->start[n] = edges;
+    for (int t = 0, at = 0; t <= n; t++) {
+        in->start[t] = at;
+        if (t < n)
+            at += in->len[t];
+        in->len[t] = 0;
+    }
+    for (int p = 0; p < n; p++) /* ascending p: in-lists come out sorted */
+        for (int i = 0; i < out->len[p]; i++) {
+            int t = out->item[out->start[p] + i];
+            in->item[in->start[t] + in->len[t]++] = p;
+        }
+    return NBR_SUCCESS;
+}
+
+static void list_remove(lists_t *l, int r, int value)
+{
+    int *list = l->item + l->start[r], k = 0;
+    for (int i = 0; i < l->len[r]; i++)
+        if (list[i] != value)
+            list[k++] = list[i];
+    l->len[r] = k;
+}
+
+/* Every pair p < q sharing at least theta active out-neighbors. */
+static int find_friends(int n, const lists_t *out, const lists_t *in, int theta, int *count,
+                        int *touched, nbr_weighted_pair_t **pairs, int *num, int *capacity)
+{
+    *num = 0;
+    for (int p = 0; p < n; p++) {
+        int num_touched = 0;
+        for (int i = 0; i < out->len[p]; i++) {
+            int t = out->item[out->start[p] + i];
+            const int *senders = in->item + in->start[t];
+            for (int j = in->len[t] - 1; j >= 0 && senders[j] > p; j--)
+                if (count[senders[j]]++ == 0)
+                    touched[num_touched++] = senders[j];
+        }
+        /* pairs in (p, q) order: sort the few friends, or sweep when most
+         * are touched */
+        if (num_touched < (n - p) / 16) {
+            int friends = 0;
+            for (int k = 0; k < num_touched; k++) {
+                if (count[touched[k]] >= theta)
+                    touched[friends++] = touched[k];
+                else
+                    count[touched[k]] = 0;
+            }
+            num_touched = friends;
+            qsort(touched, (size_t)num_touched, sizeof(int), cmp_int);
+        } else {
+            num_touched = 0;
+            for (int q = p + 1; q < n; q++)
+                if (count[q] > 0)
+                    touched[num_touched++] = q;
+        }
+        for (int k = 0; k < num_touched; k++) {
+            int q = touched[k];
+            if (count[q] >= theta) {
+                int rc = nbr_grow((void **)pairs, capacity, *num + 1, 64,
+                                  sizeof(nbr_weighted_pair_t));
+                if (rc != NBR_SUCCESS)
+                    return rc;
+                (*pairs)[(*num)++] = (nbr_weighted_pair_t){count[q], p, q};
+            }
+            count[q] = 0;
+        }
+    }
+    return NBR_SUCCESS;
+}
+
+/* Takes a and b's common active out-neighbors (ascending) out of both
+ * lists and out of those neighbors' in-lists; returns how many. */
+static int retire_common(lists_t *out, lists_t *in, int p, int q, int *common)
+{
+    int *a = out->item + out->start[p], *b = out->item + out->start[q];
+    int i = 0, j = 0, ka = 0, kb = 0, k = 0;
+    while (i < out->len[p] || j < out->len[q]) {
+        if (j == out->len[q] || (i < out->len[p] && a[i] < b[j])) {
+            a[ka++] = a[i++];
+        } else if (i == out->len[p] || b[j] < a[i]) {
+            b[kb++] = b[j++];
+        } else {
+            common[k++] = a[i];
+            i++;
+            j++;
+        }
+    }
+    out->len[p] = ka;
+    out->len[q] = kb;
+    for (int c = 0; c < k; c++) {
+        list_remove(in, common[c], p);
+        list_remove(in, common[c], q);
+    }
+    return k;
 }
 
 static int add_pair(nbr_combining_pattern_t *pat, int friend_rank, const int *on, int num_on,
@@ -50,108 +186,217 @@ static int cmp_in(const void *x, const void *y)
     return ((const nbr_combining_in_t *)x)->sender - ((const nbr_combining_in_t *)y)->sender;
 }
 
-/* One round: pair friends greedily, split and retire their common
- * neighbors. Returns the number of pairs made (0: no friends left). */
-static int pair_round(int n, int words, word_t *active, int theta, const char *want,
-                      nbr_combining_pattern_t *patterns, int *common, int *made)
+typedef struct job {
+    int n, theta;
+    const char *want;
+    nbr_combining_pattern_t *patterns;
+    lists_t out, in;
+    int *count, *touched, *common;
+    char *paired;
+    nbr_weighted_pair_t *cands;
+    int num_cands, cands_capacity;
+    /* When friends are most pairs (dense graphs), recounting them every
+     * round is what costs: then the shared counts of every pair p < q are
+     * kept in a triangle (exact where >= theta, 0 below: counts only
+     * fall) and lowered as neighbors retire. NULL: recount each round. */
+    uint16_t *shared;
+} job_t;
+
+static size_t triangle_at(int n, int p, int q) /* p < q */
 {
-    int rc = NBR_SUCCESS, num = 0, capacity = 0;
-    nbr_weighted_pair_t *cands = NULL;
-    char *paired = calloc((size_t)n + 1, 1);
-    *made = 0;
-    if (!paired)
+    return (size_t)p * (size_t)n - (size_t)p * ((size_t)p + 1) / 2 + (size_t)(q - p - 1);
+}
+
+/* Switches to kept counts once the pair list outweighs the triangle. */
+static int keep_counts_if_dense(job_t *j)
+{
+    size_t pairs = (size_t)j->n * (size_t)(j->n - 1) / 2;
+    if (j->shared || j->n > UINT16_MAX ||
+        (size_t)j->num_cands * sizeof(nbr_weighted_pair_t) < pairs * sizeof(uint16_t))
+        return NBR_SUCCESS;
+    j->shared = calloc(pairs + 1, sizeof(uint16_t));
+    if (!j->shared)
         return NBR_ERR_NOMEM;
-    for (int p = 0; p < n; p++)
-        for (int q = p + 1; q < n; q++) {
-            int w = shared(active + (size_t)p * words, active + (size_t)q * words, words);
-            if (w < theta)
-                continue;
-            NBR_CHECK(nbr_grow((void **)&cands, &capacity, num + 1, 64, sizeof(nbr_weighted_pair_t)));
-            cands[num++] = (nbr_weighted_pair_t){w, p, q};
-        }
-    nbr_sort_weighted_pairs(cands, num);
-    for (int i = 0; i < num; i++) {
-        int p = cands[i].a, q = cands[i].b;
-        if (paired[p] || paired[q])
-            continue;
-        paired[p] = paired[q] = 1;
-        word_t *ap = active + (size_t)p * words, *aq = active + (size_t)q * words;
-        int k = 0;
-        for (int w = 0; w < words; w++) {
-            word_t both = ap[w] & aq[w];
-            ap[w] &= ~both;
-            aq[w] &= ~both;
-            for (; both; both &= both - 1)
-                common[k++] = w * WORD_BITS + __builtin_ctzll(both);
-        }
-        /* ascending by construction; the lower rank takes the first half */
-        int first = (k + 1) / 2;
-        if (!want || want[p])
-            NBR_CHECK(add_pair(&patterns[p], q, common, first, k - first > 0));
-        if (!want || want[q])
-            NBR_CHECK(add_pair(&patterns[q], p, common + first, k - first, first > 0));
-        for (int j = 0; j < k; j++) {
-            int t = common[j], sender = j < first ? p : q;
-            if (!want || want[t])
-                NBR_CHECK(add_in(&patterns[t], sender, p < q ? p : q, p < q ? q : p));
-        }
-        (*made)++;
+    for (int i = 0; i < j->num_cands; i++)
+        j->shared[triangle_at(j->n, j->cands[i].a, j->cands[i].b)] = (uint16_t)j->cands[i].weight;
+    return NBR_SUCCESS;
+}
+
+/* p and q have just retired common (k neighbors): every rank still
+ * sending to one of them now shares one neighbor less with p and with q. */
+static void lower_kept_counts(job_t *j, int p, int q, const int *common, int k)
+{
+    j->shared[triangle_at(j->n, p, q)] = 0;
+    for (int c = 0; c < k; c++) {
+        const int *senders = j->in.item + j->in.start[common[c]];
+        for (int i = 0; i < j->in.len[common[c]]; i++)
+            for (int side = 0; side < 2; side++) {
+                int x = side ? q : p, y = senders[i];
+                uint16_t *w = &j->shared[x < y ? triangle_at(j->n, x, y) : triangle_at(j->n, y, x)];
+                if (*w > 0)
+                    (*w)--;
+            }
+    }
+}
+
+static int wanted(const job_t *j, int r)
+{
+    return !j->want || j->want[r];
+}
+
+/* Pairs p and q: splits and retires their common neighbors. */
+static int take_pair(job_t *j, int p, int q)
+{
+    int rc = NBR_SUCCESS;
+    j->paired[p] = j->paired[q] = 1;
+    int k = retire_common(&j->out, &j->in, p, q, j->common);
+    if (j->shared)
+        lower_kept_counts(j, p, q, j->common, k);
+    /* the lower rank (p) takes the first half */
+    int first = (k + 1) / 2;
+    if (wanted(j, p))
+        NBR_CHECK(add_pair(&j->patterns[p], q, j->common, first, k - first > 0));
+    if (wanted(j, q))
+        NBR_CHECK(add_pair(&j->patterns[q], p, j->common + first, k - first, first > 0));
+    for (int c = 0; c < k; c++) {
+        int t = j->common[c];
+        if (wanted(j, t))
+            NBR_CHECK(add_in(&j->patterns[t], c < first ? p : q, p, q));
     }
 out:
-    free(cands);
-    free(paired);
     return rc;
+}
+
+/* The greedy pass over j->cands (sorted): pairs whose ranks are both free. */
+static int take_sorted(job_t *j, int *made)
+{
+    nbr_sort_weighted_pairs(j->cands, j->num_cands);
+    for (int i = 0; i < j->num_cands; i++) {
+        int p = j->cands[i].a, q = j->cands[i].b;
+        if (j->paired[p] || j->paired[q])
+            continue;
+        int rc = take_pair(j, p, q);
+        if (rc != NBR_SUCCESS)
+            return rc;
+        (*made)++;
+    }
+    return NBR_SUCCESS;
+}
+
+/* A round from the kept counts, heaviest weights first in slices of about
+ * 2n pairs: pairs with a rank already taken would be skipped anyway, so
+ * each slice reads only the rows and columns of free ranks, and the whole
+ * pair list is never sorted. Same pairs, same order as one sorted list. */
+static int kept_round(job_t *j, int *made)
+{
+    int n = j->n, max_w = 0;
+    size_t pairs = (size_t)n * (size_t)(n - 1) / 2;
+    for (size_t i = 0; i < pairs; i++)
+        if (j->shared[i] > max_w)
+            max_w = j->shared[i];
+    if (max_w < j->theta)
+        return NBR_SUCCESS;
+    size_t *at_least = calloc((size_t)max_w + 2, sizeof(size_t));
+    if (!at_least)
+        return NBR_ERR_NOMEM;
+    for (size_t i = 0; i < pairs; i++)
+        at_least[j->shared[i]]++;
+    for (int w = max_w - 1; w >= 0; w--)
+        at_least[w] += at_least[w + 1];
+    int rc = NBR_SUCCESS;
+    for (int hi = max_w + 1; hi > j->theta && rc == NBR_SUCCESS;) {
+        int lo = hi - 1; /* slice [lo, hi) */
+        while (lo > j->theta && at_least[lo] - at_least[hi] < 2 * (size_t)n)
+            lo--;
+        j->num_cands = 0;
+        for (int p = 0; p < n && rc == NBR_SUCCESS; p++) {
+            if (j->paired[p])
+                continue;
+            const uint16_t *row = j->shared + triangle_at(n, p, p + 1);
+            for (int q = p + 1; q < n; q++) {
+                int w = row[q - p - 1];
+                if (w < lo || w >= hi || j->paired[q])
+                    continue;
+                rc = nbr_grow((void **)&j->cands, &j->cands_capacity, j->num_cands + 1, 64,
+                              sizeof(nbr_weighted_pair_t));
+                if (rc != NBR_SUCCESS)
+                    break;
+                j->cands[j->num_cands++] = (nbr_weighted_pair_t){w, p, q};
+            }
+        }
+        if (rc == NBR_SUCCESS)
+            rc = take_sorted(j, made);
+        hi = lo;
+    }
+    free(at_least);
+    return rc;
+}
+
+/* One round: pair friends greedily, split and retire their common
+ * neighbors. *made: the number of pairs made (0: no friends left). */
+static int pair_round(job_t *j, int *made)
+{
+    *made = 0;
+    memset(j->paired, 0, (size_t)j->n);
+    if (j->shared)
+        return kept_round(j, made);
+    int rc = find_friends(j->n, &j->out, &j->in, j->theta, j->count, j->touched, &j->cands,
+                          &j->num_cands, &j->cands_capacity);
+    if (rc == NBR_SUCCESS)
+        rc = keep_counts_if_dense(j);
+    return rc == NBR_SUCCESS ? take_sorted(j, made) : rc;
 }
 
 int nbr_combining_build(int n, const int *out_offsets, const int *out_targets, int theta,
                         const char *want, nbr_combining_pattern_t *patterns)
 {
-    int rc = NBR_SUCCESS, words = (n + WORD_BITS - 1) / WORD_BITS;
-    word_t *active = calloc((size_t)n * (size_t)words + 1, sizeof(word_t));
-    int *common = malloc(((size_t)n + 1) * sizeof(int));
-    if (!active || !common) {
-        rc = NBR_ERR_NOMEM;
-        goto out;
-    }
-    for (int r = 0; r < n; r++) {
-        if (!want || want[r]) {
+    job_t j = {.n = n, .theta = theta < 1 ? 1 : theta, .want = want, .patterns = patterns};
+    for (int r = 0; r < n; r++)
+        if (wanted(&j, r)) {
             memset(&patterns[r], 0, sizeof(patterns[r]));
             patterns[r].rank = r;
         }
-        for (int e = out_offsets[r]; e < out_offsets[r + 1]; e++)
-            if (out_targets[e] != r) /* self-loops are local copies */
-                active[(size_t)r * words + out_targets[e] / WORD_BITS] |=
-                    (word_t)1 << (out_targets[e] % WORD_BITS);
-    }
+    int rc = active_lists(n, out_offsets, out_targets, &j.out, &j.in);
+    j.count = calloc((size_t)n + 1, sizeof(int));
+    j.touched = malloc(((size_t)n + 1) * sizeof(int));
+    j.common = malloc(((size_t)n + 1) * sizeof(int));
+    j.paired = malloc((size_t)n + 1);
+    if (rc == NBR_SUCCESS && (!j.count || !j.touched || !j.common || !j.paired))
+        rc = NBR_ERR_NOMEM;
+    if (rc != NBR_SUCCESS)
+        goto out;
     for (int made = 1; made > 0;)
-        NBR_CHECK(pair_round(n, words, active, theta < 1 ? 1 : theta, want, patterns, common,
-                             &made));
+        NBR_CHECK(pair_round(&j, &made));
+    /* what no friend took goes directly */
     for (int p = 0; p < n; p++) {
-        const word_t *ap = active + (size_t)p * words;
-        int k = 0;
-        for (int w = 0; w < words; w++)
-            for (word_t bits = ap[w]; bits; bits &= bits - 1)
-                common[k++] = w * WORD_BITS + __builtin_ctzll(bits);
-        if (!want || want[p]) {
-            if (!(patterns[p].direct = nbr_ints_dup(common, k))) {
+        const int *left = j.out.item + j.out.start[p];
+        int k = j.out.len[p];
+        if (wanted(&j, p)) {
+            if (!(patterns[p].direct = nbr_ints_dup(left, k))) {
                 rc = NBR_ERR_NOMEM;
                 goto out;
             }
             patterns[p].num_direct = k;
         }
-        for (int j = 0; j < k; j++)
-            if (!want || want[common[j]])
-                NBR_CHECK(add_in(&patterns[common[j]], p, p, -1));
+        for (int c = 0; c < k; c++)
+            if (wanted(&j, left[c]))
+                NBR_CHECK(add_in(&patterns[left[c]], p, p, -1));
     }
     for (int r = 0; r < n; r++)
-        if (!want || want[r])
+        if (wanted(&j, r))
             qsort(patterns[r].in, (size_t)patterns[r].num_in, sizeof(nbr_combining_in_t), cmp_in);
 out:
-    free(active);
-    free(common);
+    lists_free(&j.out);
+    lists_free(&j.in);
+    free(j.count);
+    free(j.touched);
+    free(j.common);
+    free(j.paired);
+    free(j.cands);
+    free(j.shared);
     if (rc != NBR_SUCCESS)
         for (int r = 0; r < n; r++)
-            if (!want || want[r])
+            if (wanted(&j, r))
                 nbr_combining_pattern_free(&patterns[r]);
     return rc;
 }

@@ -8,7 +8,9 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -172,6 +174,93 @@ TEST(CombiningPlans, VerifierOverSeededGraphs)
             graphs++;
         }
     EXPECT_GE(graphs, 246);
+}
+
+// The pattern's rule computed the obvious way (sets, every pair every
+// round): the builder counts friends through in-lists on sparse graphs and
+// keeps shared counts on dense ones; both must give exactly this.
+struct Expected {
+    std::vector<std::pair<int, std::vector<int>>> pairs; // friend, neighbors served
+    std::vector<int> direct;
+};
+
+std::vector<Expected> by_definition(const nbr_graph_t &g, int theta)
+{
+    const int n = g.nranks;
+    std::vector<std::set<int>> active(n);
+    for (int p = 0; p < n; p++)
+        for (int e = g.out_offsets[p]; e < g.out_offsets[p + 1]; e++)
+            if (g.out_targets[e] != p)
+                active[p].insert(g.out_targets[e]);
+    std::vector<Expected> out(n);
+    for (bool more = true; more;) {
+        std::vector<std::tuple<int, int, int>> cands; // -weight, p, q
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) {
+                int w = 0;
+                for (int t : active[p])
+                    w += (int)active[q].count(t);
+                if (w >= theta)
+                    cands.emplace_back(-w, p, q);
+            }
+        std::sort(cands.begin(), cands.end());
+        std::vector<bool> paired(n);
+        more = false;
+        for (auto &[negw, p, q] : cands) {
+            if (paired[p] || paired[q])
+                continue;
+            paired[p] = paired[q] = true;
+            more = true;
+            std::vector<int> common;
+            for (int t : active[p])
+                if (active[q].count(t))
+                    common.push_back(t);
+            for (int t : common) {
+                active[p].erase(t);
+                active[q].erase(t);
+            }
+            size_t first = (common.size() + 1) / 2;
+            out[p].pairs.emplace_back(q, std::vector<int>(common.begin(), common.begin() + first));
+            out[q].pairs.emplace_back(p, std::vector<int>(common.begin() + first, common.end()));
+        }
+    }
+    for (int p = 0; p < n; p++)
+        out[p].direct.assign(active[p].begin(), active[p].end());
+    return out;
+}
+
+TEST(CombiningPlans, SparseAndDenseGraphsFollowTheDefinition)
+{
+    int checked = 0;
+    for (double density : {0.03, 0.1, 0.3, 0.6, 0.95})
+        for (int theta : {1, 2, 3})
+            for (uint64_t seed : {3u, 11u}) {
+                Graph G;
+                const int n = 20 + (int)(seed * 7) % 50;
+                ASSERT_EQ(nbr_graph_erdos_renyi(n, density, seed, &G.g), NBR_SUCCESS);
+                Patterns pats(G.g, theta);
+                ASSERT_EQ(pats.rc, NBR_SUCCESS);
+                std::vector<Expected> want = by_definition(G.g, theta);
+                for (int r = 0; r < n; r++) {
+                    const nbr_combining_pattern_t &got = pats.p[r];
+                    std::ostringstream what;
+                    what << "n " << n << " density " << density << " theta " << theta
+                         << " rank " << r;
+                    ASSERT_EQ(got.num_pairs, (int)want[r].pairs.size()) << what.str();
+                    for (int i = 0; i < got.num_pairs; i++) {
+                        EXPECT_EQ(got.pairs[i].friend_rank, want[r].pairs[i].first) << what.str();
+                        EXPECT_EQ(std::vector<int>(got.pairs[i].on,
+                                                   got.pairs[i].on + got.pairs[i].num_on),
+                                  want[r].pairs[i].second)
+                            << what.str();
+                    }
+                    EXPECT_EQ(std::vector<int>(got.direct, got.direct + got.num_direct),
+                              want[r].direct)
+                        << what.str();
+                }
+                checked++;
+            }
+    EXPECT_EQ(checked, 30);
 }
 
 // Dense graphs: fewer messages than naive.
