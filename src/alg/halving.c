@@ -36,6 +36,9 @@ typedef struct sim {
     const int *out_offsets, *out_targets;
     const int *socket_of;
     int L;
+    /* every rank's distinct in-neighbors, ascending (CSR): whom a target
+     * already hears from, for weighing agents */
+    int *in_offsets, *in_sources;
     const char *want;
     holding_t *hold;
     group_t *groups;
@@ -161,26 +164,54 @@ static void set_bit(word_t *set, int i)
     set[i / WORD_BITS] |= (word_t)1 << (i % WORD_BITS);
 }
 
-/* |a & b| over the words listed in nz (the nonzero words of a). */
-static int common(const word_t *a, const word_t *b, const int *nz, int num_nz)
+static void clear_bit(word_t *set, int i)
 {
-    int c = 0;
-    for (int i = 0; i < num_nz; i++)
-        c += __builtin_popcountll(a[nz[i]] & b[nz[i]]);
-    return c;
+    set[i / WORD_BITS] &= ~((word_t)1 << (i % WORD_BITS));
 }
 
-/* Weights of every b in [ylo, yhi) as agent for the rank whose demand
- * (targets over there, a bitset) is d: shared out-neighbors, plus one when
- * b is itself a target. Sparse demands only touch their nonzero words. */
-static void weigh(const word_t *d, const word_t *outs, int ny, int words, int *nz, int *weights)
+/* First position of a sorted list holding a value >= v. */
+static int lower_bound(const int *list, int n, int v)
 {
-    int num_nz = 0;
-    for (int w = 0; w < words; w++)
-        if (d[w])
-            nz[num_nz++] = w;
-    for (int y = 0; y < ny; y++)
-        weights[y] = common(d, outs + (size_t)y * words, nz, num_nz) + bit(d, y);
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (list[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Weights of the ranks b of [ylo, yhi) as agent for a rank whose demand
+ * (its distinct targets over there) is the list d: how many of d b sends
+ * to, plus one when b is itself in d. Counted through the targets'
+ * in-lists, so a rank costs the in-degrees of its targets, not the half's
+ * size. Returns the b with a positive weight (relative to ylo) ascending
+ * in touched. */
+static int weigh(const sim_t *s, const int *d, int nd, int ylo, int yhi, int *weights,
+                 int *touched)
+{
+    int num = 0, ny = yhi - ylo;
+    for (int k = 0; k < nd; k++) {
+        int t = d[k];
+        if (weights[t - ylo]++ == 0)
+            touched[num++] = t - ylo;
+        const int *from = s->in_sources + s->in_offsets[t];
+        int len = s->in_offsets[t + 1] - s->in_offsets[t];
+        for (int i = lower_bound(from, len, ylo); i < len && from[i] < yhi; i++)
+            if (weights[from[i] - ylo]++ == 0)
+                touched[num++] = from[i] - ylo;
+    }
+    if (num < ny / 16) {
+        qsort(touched, (size_t)num, sizeof(int), cmp_int);
+    } else { /* most of the half: a sweep beats a sort */
+        num = 0;
+        for (int y = 0; y < ny; y++)
+            if (weights[y] > 0)
+                touched[num++] = y;
+    }
+    return num;
 }
 
 /* Agents in [ylo, yhi) for the ranks of [xlo, xhi) that hold targets there. */
@@ -188,60 +219,57 @@ static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
 {
     int nx = xhi - xlo, ny = yhi - ylo, words = (ny + WORD_BITS - 1) / WORD_BITS;
     int rc = NBR_SUCCESS, num_pairs = 0, pairs_capacity = 0;
-    word_t *outs = calloc((size_t)ny * (size_t)words + 1, sizeof(word_t));
-    word_t *d = calloc((size_t)words + 1, sizeof(word_t));
-    int *nz = malloc(((size_t)words + 1) * sizeof(int));
-    int *weights = malloc(((size_t)ny + 1) * sizeof(int));
+    word_t *in_d = calloc((size_t)words + 1, sizeof(word_t));
+    int *d = malloc(((size_t)ny + 1) * sizeof(int));
+    int *weights = calloc((size_t)ny + 1, sizeof(int));
+    int *touched = malloc(((size_t)ny + 1) * sizeof(int));
     char *needs = calloc((size_t)nx + 1, 1);
     nbr_weighted_pair_t *pairs = NULL;
-    if (!outs || !d || !nz || !weights || !needs) {
+    if (!in_d || !d || !weights || !touched || !needs) {
         rc = NBR_ERR_NOMEM;
         goto out;
     }
-    for (int b = ylo; b < yhi; b++)
-        for (int e = s->out_offsets[b]; e < s->out_offsets[b + 1]; e++) {
-            int t = s->out_targets[e];
-            if (t >= ylo && t < yhi)
-                set_bit(outs + (size_t)(b - ylo) * words, t - ylo);
-        }
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: every positive pair, taken greedily by weight; pass 1:
          * ranks still without an agent take the least-loaded rank there */
         for (int a = xlo; a < xhi; a++) {
             if (pass == 1 && (!needs[a - xlo] || s->agent[a] >= 0))
                 continue;
-            memset(d, 0, (size_t)words * sizeof(word_t));
+            int nd = 0;
             const holding_t *h = &s->hold[a];
             for (int i = 0; i < h->num; i++)
                 for (int j = 0; j < h->entries[i].num_targets; j++) {
                     int t = h->entries[i].targets[j];
-                    if (t >= ylo && t < yhi) {
-                        set_bit(d, t - ylo);
-                        needs[a - xlo] = 1;
+                    if (t >= ylo && t < yhi && !bit(in_d, t - ylo)) {
+                        set_bit(in_d, t - ylo);
+                        d[nd++] = t;
                     }
                 }
-            if (!needs[a - xlo])
+            for (int k = 0; k < nd; k++)
+                clear_bit(in_d, d[k] - ylo);
+            if (nd == 0)
                 continue;
-            weigh(d, outs, ny, words, nz, weights);
+            needs[a - xlo] = 1;
+            int num = weigh(s, d, nd, ylo, yhi, weights, touched);
             if (pass == 0) {
+                NBR_CHECK(nbr_grow((void **)&pairs, &pairs_capacity, num_pairs + num, 64,
+                                   sizeof(nbr_weighted_pair_t)));
+                for (int k = 0; k < num; k++)
+                    pairs[num_pairs++] = (nbr_weighted_pair_t){weights[touched[k]], a,
+                                                               ylo + touched[k]};
+            } else {
+                int best = -1;
                 for (int y = 0; y < ny; y++) {
-                    if (weights[y] == 0)
-                        continue;
-                    NBR_CHECK(nbr_grow((void **)&pairs, &pairs_capacity, num_pairs + 1, 64,
-                                       sizeof(nbr_weighted_pair_t)));
-                    pairs[num_pairs++] = (nbr_weighted_pair_t){weights[y], a, ylo + y};
+                    int b = ylo + y;
+                    if (best < 0 || s->load[b] < s->load[best] ||
+                        (s->load[b] == s->load[best] && weights[y] > weights[best - ylo]))
+                        best = b;
                 }
-                continue;
+                s->agent[a] = best;
+                s->load[best]++;
             }
-            int best = -1;
-            for (int y = 0; y < ny; y++) {
-                int b = ylo + y;
-                if (best < 0 || s->load[b] < s->load[best] ||
-                    (s->load[b] == s->load[best] && weights[y] > weights[best - ylo]))
-                    best = b;
-            }
-            s->agent[a] = best;
-            s->load[best]++;
+            for (int k = 0; k < num; k++)
+                weights[touched[k]] = 0;
         }
         if (pass == 0) {
             nbr_sort_weighted_pairs(pairs, num_pairs);
@@ -253,10 +281,10 @@ static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
         }
     }
 out:
-    free(outs);
+    free(in_d);
     free(d);
-    free(nz);
     free(weights);
+    free(touched);
     free(needs);
     free(pairs);
     return rc;
@@ -449,6 +477,41 @@ static int largest_socket(int n, const int *socket_of)
     return best > 0 ? best : n;
 }
 
+/* The transpose of the out-lists, each in-list distinct and ascending
+ * (self-loops kept: the weights count every edge a rank sends). */
+static int in_lists(sim_t *s)
+{
+    int n = s->n, rc = NBR_SUCCESS;
+    int *last = malloc(((size_t)n + 1) * sizeof(int));
+    s->in_offsets = calloc((size_t)n + 2, sizeof(int));
+    s->in_sources = malloc(((size_t)s->out_offsets[n] + 1) * sizeof(int));
+    if (!last || !s->in_offsets || !s->in_sources) {
+        rc = NBR_ERR_NOMEM;
+        goto out;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int t = 0; t < n; t++)
+            last[t] = -1;
+        for (int p = 0; p < n; p++)
+            for (int e = s->out_offsets[p]; e < s->out_offsets[p + 1]; e++) {
+                int t = s->out_targets[e];
+                if (last[t] == p)
+                    continue;
+                last[t] = p;
+                if (pass == 0)
+                    s->in_offsets[t + 2]++;
+                else
+                    s->in_sources[s->in_offsets[t + 1]++] = p;
+            }
+        if (pass == 0) /* in_offsets[t + 1]: where t's list fills from */
+            for (int t = 0; t < n; t++)
+                s->in_offsets[t + 2] += s->in_offsets[t + 1];
+    }
+out:
+    free(last);
+    return rc;
+}
+
 static int steps_capacity(nbr_halving_pattern_t *p, int steps)
 {
     nbr_halving_step_t *grown = realloc(p->steps, ((size_t)steps + 1) * sizeof(*grown));
@@ -477,6 +540,7 @@ int nbr_halving_build(int n, const int *out_offsets, const int *out_targets,
         rc = NBR_ERR_NOMEM;
         goto out;
     }
+    NBR_CHECK(in_lists(&s));
     for (int r = 0; r < n; r++)
         if (wanted(&s, r)) {
             memset(&patterns[r], 0, sizeof(patterns[r]));
@@ -529,6 +593,8 @@ out:
             free(s.hold[r].entries);
         }
     free(s.hold);
+    free(s.in_offsets);
+    free(s.in_sources);
     free(s.agent);
     free(s.load);
     free(s.groups);
