@@ -1,6 +1,7 @@
 /* Helpers every builder uses (builder.h). */
 #include "alg/builder.h"
 
+#include "base/grow.h"
 #include "base/log.h"
 
 #include <nbrcoll.h>
@@ -75,12 +76,23 @@ static int heavier_first(const void *x, const void *y)
     return p->b - q->b;
 }
 
-/* Pairs already in (a, b) order, as the builders make them, need only a
- * stable counting sort by weight: linear where qsort was most of the
- * pattern's time on dense graphs. Anything else takes qsort. */
-static int counting_sort(nbr_weighted_pair_t *pairs, int n)
+int nbr_pair_list_add(nbr_pair_list_t *list, int weight, int a, int b)
 {
-    int max_weight = 0;
+    int rc = nbr_grow((void **)&list->pairs, &list->capacity, list->num + 1, 64,
+                      sizeof(nbr_weighted_pair_t));
+    if (rc == NBR_SUCCESS)
+        list->pairs[list->num++] = (nbr_weighted_pair_t){weight, a, b};
+    return rc;
+}
+
+/* Pairs added in (a, b) order, as the builders add them, need only a
+ * stable counting sort by weight, into the spare array (kept from call to
+ * call, as the list is, so that big lists do not fault in fresh pages each
+ * round): linear where qsort was most of the pattern's time. */
+static int counting_sort(nbr_pair_list_t *list)
+{
+    const nbr_weighted_pair_t *pairs = list->pairs;
+    int n = list->num, max_weight = 0;
     for (int i = 0; i < n; i++) {
         if (pairs[i].weight < 0 ||
             (i > 0 && (pairs[i - 1].a > pairs[i].a ||
@@ -91,27 +103,41 @@ static int counting_sort(nbr_weighted_pair_t *pairs, int n)
     }
     if (max_weight > n)
         return 0;
-    int *first = calloc((size_t)max_weight + 2, sizeof(int));
-    nbr_weighted_pair_t *sorted = malloc(((size_t)n + 1) * sizeof(*sorted));
-    if (!first || !sorted) {
-        free(first);
-        free(sorted);
-        return 0;
+    if (list->spare_capacity < n) {
+        free(list->spare);
+        list->spare_capacity = 0;
+        if (!(list->spare = malloc((size_t)list->capacity * sizeof(nbr_weighted_pair_t))))
+            return 0;
+        list->spare_capacity = list->capacity;
     }
+    int *first = calloc((size_t)max_weight + 2, sizeof(int));
+    if (!first)
+        return 0;
     for (int i = 0; i < n; i++) /* heaviest first: weight w starts after all heavier */
         first[max_weight - pairs[i].weight + 1]++;
     for (int w = 1; w <= max_weight + 1; w++)
         first[w] += first[w - 1];
     for (int i = 0; i < n; i++)
-        sorted[first[max_weight - pairs[i].weight]++] = pairs[i];
-    memcpy(pairs, sorted, (size_t)n * sizeof(*pairs));
+        list->spare[first[max_weight - pairs[i].weight]++] = pairs[i];
     free(first);
-    free(sorted);
+    nbr_weighted_pair_t *sorted = list->spare;
+    int sorted_capacity = list->spare_capacity;
+    list->spare = list->pairs;
+    list->spare_capacity = list->capacity;
+    list->pairs = sorted;
+    list->capacity = sorted_capacity;
     return 1;
 }
 
-void nbr_sort_weighted_pairs(nbr_weighted_pair_t *pairs, int n)
+void nbr_pair_list_sort(nbr_pair_list_t *list)
 {
-    if (!counting_sort(pairs, n))
-        qsort(pairs, (size_t)n, sizeof(*pairs), heavier_first);
+    if (!counting_sort(list))
+        qsort(list->pairs, (size_t)list->num, sizeof(nbr_weighted_pair_t), heavier_first);
+}
+
+void nbr_pair_list_free(nbr_pair_list_t *list)
+{
+    free(list->pairs);
+    free(list->spare);
+    memset(list, 0, sizeof(*list));
 }

@@ -24,7 +24,20 @@ int nbr_add_self_copies(const nbr_plan_input_t *input, nbr_plan_t *plan);
 typedef struct nbr_weighted_pair {
     int weight, a, b;
 } nbr_weighted_pair_t;
-void nbr_sort_weighted_pairs(nbr_weighted_pair_t *pairs, int n);
+
+/* A list of candidate pairs, reused round after round (clear: num = 0). */
+typedef struct nbr_pair_list {
+    nbr_weighted_pair_t *pairs;
+    int num, capacity;
+    nbr_weighted_pair_t *spare; /* the sort's */
+    int spare_capacity;
+} nbr_pair_list_t;
+
+int nbr_pair_list_add(nbr_pair_list_t *list, int weight, int a, int b);
+/* Heaviest first, then lower a, then lower b: linear when the pairs were
+ * added in (a, b) order. */
+void nbr_pair_list_sort(nbr_pair_list_t *list);
+void nbr_pair_list_free(nbr_pair_list_t *list);
 
 /* Repeated edges: the k-th edge to a rank pairs with the k-th edge from it,
  * so neighbor lists are read by occurrence. */

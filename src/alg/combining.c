@@ -88,9 +88,9 @@ static void list_remove(lists_t *l, int r, int value)
 
 /* Every pair p < q sharing at least theta active out-neighbors. */
 static int find_friends(int n, const lists_t *out, const lists_t *in, int theta, int *count,
-                        int *touched, nbr_weighted_pair_t **pairs, int *num, int *capacity)
+                        int *touched, nbr_pair_list_t *pairs)
 {
-    *num = 0;
+    pairs->num = 0;
     for (int p = 0; p < n; p++) {
         int num_touched = 0;
         for (int i = 0; i < out->len[p]; i++) {
@@ -100,17 +100,17 @@ static int find_friends(int n, const lists_t *out, const lists_t *in, int theta,
                 if (count[senders[j]]++ == 0)
                     touched[num_touched++] = senders[j];
         }
-        /* pairs in (p, q) order: sort the few friends, or sweep when most
-         * are touched */
-        if (num_touched < (n - p) / 16) {
-            int friends = 0;
-            for (int k = 0; k < num_touched; k++) {
-                if (count[touched[k]] >= theta)
-                    touched[friends++] = touched[k];
-                else
-                    count[touched[k]] = 0;
-            }
-            num_touched = friends;
+        /* pairs in (p, q) order: the friends alone, sorted when few, else
+         * swept for (the others' counts are back to 0) */
+        int friends = 0;
+        for (int k = 0; k < num_touched; k++) {
+            if (count[touched[k]] >= theta)
+                touched[friends++] = touched[k];
+            else
+                count[touched[k]] = 0;
+        }
+        num_touched = friends;
+        if (friends < (n - p) / 16) {
             qsort(touched, (size_t)num_touched, sizeof(int), cmp_int);
         } else {
             num_touched = 0;
@@ -121,11 +121,9 @@ static int find_friends(int n, const lists_t *out, const lists_t *in, int theta,
         for (int k = 0; k < num_touched; k++) {
             int q = touched[k];
             if (count[q] >= theta) {
-                int rc = nbr_grow((void **)pairs, capacity, *num + 1, 64,
-                                  sizeof(nbr_weighted_pair_t));
+                int rc = nbr_pair_list_add(pairs, count[q], p, q);
                 if (rc != NBR_SUCCESS)
                     return rc;
-                (*pairs)[(*num)++] = (nbr_weighted_pair_t){count[q], p, q};
             }
             count[q] = 0;
         }
@@ -193,8 +191,7 @@ typedef struct job {
     lists_t out, in;
     int *count, *touched, *common;
     char *paired;
-    nbr_weighted_pair_t *cands;
-    int num_cands, cands_capacity;
+    nbr_pair_list_t cands;
     /* When friends are most pairs (dense graphs), recounting them every
      * round is what costs: then the shared counts of every pair p < q are
      * kept in a triangle (exact where >= theta, 0 below: counts only
@@ -212,13 +209,15 @@ static int keep_counts_if_dense(job_t *j)
 {
     size_t pairs = (size_t)j->n * (size_t)(j->n - 1) / 2;
     if (j->shared || j->n > UINT16_MAX ||
-        (size_t)j->num_cands * sizeof(nbr_weighted_pair_t) < pairs * sizeof(uint16_t))
+        (size_t)j->cands.num * sizeof(nbr_weighted_pair_t) < pairs * sizeof(uint16_t))
         return NBR_SUCCESS;
     j->shared = calloc(pairs + 1, sizeof(uint16_t));
     if (!j->shared)
         return NBR_ERR_NOMEM;
-    for (int i = 0; i < j->num_cands; i++)
-        j->shared[triangle_at(j->n, j->cands[i].a, j->cands[i].b)] = (uint16_t)j->cands[i].weight;
+    for (int i = 0; i < j->cands.num; i++) {
+        const nbr_weighted_pair_t *c = &j->cands.pairs[i];
+        j->shared[triangle_at(j->n, c->a, c->b)] = (uint16_t)c->weight;
+    }
     return NBR_SUCCESS;
 }
 
@@ -270,9 +269,9 @@ out:
 /* The greedy pass over j->cands (sorted): pairs whose ranks are both free. */
 static int take_sorted(job_t *j, int *made)
 {
-    nbr_sort_weighted_pairs(j->cands, j->num_cands);
-    for (int i = 0; i < j->num_cands; i++) {
-        int p = j->cands[i].a, q = j->cands[i].b;
+    nbr_pair_list_sort(&j->cands);
+    for (int i = 0; i < j->cands.num; i++) {
+        int p = j->cands.pairs[i].a, q = j->cands.pairs[i].b;
         if (j->paired[p] || j->paired[q])
             continue;
         int rc = take_pair(j, p, q);
@@ -308,20 +307,15 @@ static int kept_round(job_t *j, int *made)
         int lo = hi - 1; /* slice [lo, hi) */
         while (lo > j->theta && at_least[lo] - at_least[hi] < 2 * (size_t)n)
             lo--;
-        j->num_cands = 0;
+        j->cands.num = 0;
         for (int p = 0; p < n && rc == NBR_SUCCESS; p++) {
             if (j->paired[p])
                 continue;
             const uint16_t *row = j->shared + triangle_at(n, p, p + 1);
-            for (int q = p + 1; q < n; q++) {
+            for (int q = p + 1; q < n && rc == NBR_SUCCESS; q++) {
                 int w = row[q - p - 1];
-                if (w < lo || w >= hi || j->paired[q])
-                    continue;
-                rc = nbr_grow((void **)&j->cands, &j->cands_capacity, j->num_cands + 1, 64,
-                              sizeof(nbr_weighted_pair_t));
-                if (rc != NBR_SUCCESS)
-                    break;
-                j->cands[j->num_cands++] = (nbr_weighted_pair_t){w, p, q};
+                if (w >= lo && w < hi && !j->paired[q])
+                    rc = nbr_pair_list_add(&j->cands, w, p, q);
             }
         }
         if (rc == NBR_SUCCESS)
@@ -340,8 +334,7 @@ static int pair_round(job_t *j, int *made)
     memset(j->paired, 0, (size_t)j->n);
     if (j->shared)
         return kept_round(j, made);
-    int rc = find_friends(j->n, &j->out, &j->in, j->theta, j->count, j->touched, &j->cands,
-                          &j->num_cands, &j->cands_capacity);
+    int rc = find_friends(j->n, &j->out, &j->in, j->theta, j->count, j->touched, &j->cands);
     if (rc == NBR_SUCCESS)
         rc = keep_counts_if_dense(j);
     return rc == NBR_SUCCESS ? take_sorted(j, made) : rc;
@@ -392,7 +385,7 @@ out:
     free(j.touched);
     free(j.common);
     free(j.paired);
-    free(j.cands);
+    nbr_pair_list_free(&j.cands);
     free(j.shared);
     if (rc != NBR_SUCCESS)
         for (int r = 0; r < n; r++)

@@ -39,6 +39,7 @@ typedef struct sim {
     /* every rank's distinct in-neighbors, ascending (CSR): whom a target
      * already hears from, for weighing agents */
     int *in_offsets, *in_sources;
+    nbr_pair_list_t pairs; /* choose_agents', kept from call to call */
     const char *want;
     holding_t *hold;
     group_t *groups;
@@ -218,13 +219,14 @@ static int weigh(const sim_t *s, const int *d, int nd, int ylo, int yhi, int *we
 static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
 {
     int nx = xhi - xlo, ny = yhi - ylo, words = (ny + WORD_BITS - 1) / WORD_BITS;
-    int rc = NBR_SUCCESS, num_pairs = 0, pairs_capacity = 0;
+    int rc = NBR_SUCCESS;
+    nbr_pair_list_t *pairs = &s->pairs;
     word_t *in_d = calloc((size_t)words + 1, sizeof(word_t));
     int *d = malloc(((size_t)ny + 1) * sizeof(int));
     int *weights = calloc((size_t)ny + 1, sizeof(int));
     int *touched = malloc(((size_t)ny + 1) * sizeof(int));
     char *needs = calloc((size_t)nx + 1, 1);
-    nbr_weighted_pair_t *pairs = NULL;
+    pairs->num = 0;
     if (!in_d || !d || !weights || !touched || !needs) {
         rc = NBR_ERR_NOMEM;
         goto out;
@@ -252,11 +254,8 @@ static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
             needs[a - xlo] = 1;
             int num = weigh(s, d, nd, ylo, yhi, weights, touched);
             if (pass == 0) {
-                NBR_CHECK(nbr_grow((void **)&pairs, &pairs_capacity, num_pairs + num, 64,
-                                   sizeof(nbr_weighted_pair_t)));
                 for (int k = 0; k < num; k++)
-                    pairs[num_pairs++] = (nbr_weighted_pair_t){weights[touched[k]], a,
-                                                               ylo + touched[k]};
+                    NBR_CHECK(nbr_pair_list_add(pairs, weights[touched[k]], a, ylo + touched[k]));
             } else {
                 int best = -1;
                 for (int y = 0; y < ny; y++) {
@@ -272,12 +271,14 @@ static int choose_agents(sim_t *s, int xlo, int xhi, int ylo, int yhi)
                 weights[touched[k]] = 0;
         }
         if (pass == 0) {
-            nbr_sort_weighted_pairs(pairs, num_pairs);
-            for (int i = 0; i < num_pairs; i++)
-                if (s->agent[pairs[i].a] < 0 && s->load[pairs[i].b] == 0) {
-                    s->agent[pairs[i].a] = pairs[i].b;
-                    s->load[pairs[i].b] = 1;
+            nbr_pair_list_sort(pairs);
+            for (int i = 0; i < pairs->num; i++) {
+                const nbr_weighted_pair_t *x = &pairs->pairs[i];
+                if (s->agent[x->a] < 0 && s->load[x->b] == 0) {
+                    s->agent[x->a] = x->b;
+                    s->load[x->b] = 1;
                 }
+            }
         }
     }
 out:
@@ -286,7 +287,6 @@ out:
     free(weights);
     free(touched);
     free(needs);
-    free(pairs);
     return rc;
 }
 
@@ -594,6 +594,7 @@ out:
         }
     free(s.hold);
     free(s.in_offsets);
+    nbr_pair_list_free(&s.pairs);
     free(s.in_sources);
     free(s.agent);
     free(s.load);
