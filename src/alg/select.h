@@ -19,6 +19,10 @@
 /* nbr_auto_whole_graph_ranks when not configured. */
 #define NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT 1024
 
+/* nbr_auto_trials when not configured: blocking calls timed on each side
+ * of auto's trial (front/select.h). */
+#define NBR_AUTO_TRIALS_DEFAULT 2
+
 /* Whether algorithm is priced for coll on a communicator of nranks ranks:
  * it plans coll itself (for the others it would only repeat naive's plan),
  * and a whole-graph algorithm only up to whole_graph_ranks ranks (its

@@ -32,6 +32,11 @@ typedef struct nbr_decision {
     size_t block_bytes;
     const nbr_algorithm_t *algorithm;
     unsigned long long last_use;
+    /* The trial (blocking calls, select.c): the priced winner against one
+     * rival, timed; rival NULL when there is none or it is over. */
+    const nbr_algorithm_t *rival;
+    int trial_calls;  /* timed calls so far */
+    double fastest[2]; /* this rank's fastest run: [0] algorithm, [1] rival */
 } nbr_decision_t;
 
 #define NBR_DECISIONS 32

@@ -17,6 +17,7 @@ typedef struct nbr_config {
     nbr_algorithm_params_t params;    /* every algorithm's own (owned) */
     nbr_machine_t machine;            /* nbr_machine; what auto prices with */
     int auto_whole_graph_ranks;       /* auto prices whole-graph algorithms up to this */
+    int auto_trials;                  /* timed blocking calls per trial side; 0: none */
     int ranks_per_node;           /* 0: real nodes */
     int ranks_per_socket;         /* 0: one socket per node */
     char dump_dir[NBR_PATH_MAX];  /* empty: no plan dumps */

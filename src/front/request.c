@@ -417,11 +417,13 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
     if (rc != NBR_SUCCESS)
         return rc;
     nbr_layout_t *layout = &req->layout;
+    req->trial = NULL;
     if (!algorithm) {
         nbr_exec_buffer_t send = exec_buffer(&req->send), recv = exec_buffer(&req->recv);
         int device = nbr_exec_on_device(&state->exec, &send) ||
                      nbr_exec_on_device(&state->exec, &recv);
-        NBR_CHECK(nbr_comm_select(state, layout, device, persistent, &algorithm));
+        NBR_CHECK(nbr_comm_select(state, layout, device, persistent, call->blocking,
+                                  &algorithm, &req->trial));
     }
     state->last_algorithm = algorithm;
     if (algorithm->size_plan && call->coll == NBR_COLL_ALLGATHERV) {

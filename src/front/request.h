@@ -38,6 +38,7 @@ typedef struct nbr_call {
     const int *rdispls;     /* allgatherv, alltoallv */
     MPI_Datatype recvtype;
     MPI_Comm comm;
+    int blocking; /* a blocking call: auto may time it (its trial) */
 } nbr_call_t;
 
 struct nbr_request {
@@ -50,6 +51,7 @@ struct nbr_request {
     nbr_typed_buffer_t send, recv;
     size_t *block_sizes; /* allgatherv through relays: this call's size round */
     int sizes_differ;    /* a sender announced another size than our slot */
+    nbr_decision_t *trial; /* a blocking call auto times (front/select.h) */
 };
 
 /* Validates the call, builds or finds its plan and prepares a request

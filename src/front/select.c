@@ -34,7 +34,7 @@ static nbr_decision_t *find_decision(nbr_comm_t *state, const nbr_layout_t *layo
 }
 
 static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout,
-                          const nbr_algorithm_t *algorithm)
+                          const nbr_algorithm_t *algorithm, const nbr_algorithm_t *rival)
 {
     nbr_decision_t *slot = &state->decisions[0];
     for (int i = 0; i < NBR_DECISIONS; i++) {
@@ -45,7 +45,25 @@ static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout,
             break;
     }
     *slot = (nbr_decision_t){1, layout->coll, signature(layout), algorithm,
-                             ++state->decision_clock};
+                             ++state->decision_clock, rival, 0, {INFINITY, INFINITY}};
+}
+
+/* The trial's other side: naive when a plan of its own won on price, else
+ * the cheapest other; NULL when there is none or no trial is wanted. */
+static const nbr_algorithm_t *rival_of(const nbr_comm_t *state, const double *job,
+                                       const nbr_algorithm_t *const *candidates, int n,
+                                       int best, int fallback)
+{
+    if (state->config.auto_trials <= 0 || state->nranks < 2 || fallback < 0)
+        return NULL;
+    if (best != fallback)
+        return candidates[fallback];
+    int rival = -1;
+    for (int k = 0; k < n; k++)
+        if (k != fallback && job[k] >= 0 && isfinite(job[k]) &&
+            (rival < 0 || job[k] < job[rival]))
+            rival = k;
+    return rival >= 0 ? candidates[rival] : NULL;
 }
 
 /* This rank's price of algorithm's plan for layout in parts (seconds
@@ -177,12 +195,19 @@ out:
 }
 
 int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
-                    int persistent, const nbr_algorithm_t **chosen)
+                    int persistent, int blocking, const nbr_algorithm_t **chosen,
+                    nbr_decision_t **trial)
 {
     nbr_decision_t *known = persistent ? NULL : find_decision(state, layout);
+    *trial = NULL;
     if (known) {
         known->last_use = ++state->decision_clock;
         *chosen = known->algorithm;
+        if (blocking && known->rival) {
+            if (known->trial_calls >= state->config.auto_trials)
+                *chosen = known->rival;
+            *trial = known;
+        }
         return NBR_SUCCESS;
     }
     int count = nbr_algorithm_count(), n = 0, fallback = -1, rc = NBR_SUCCESS;
@@ -209,7 +234,8 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_bu
     if (fallback >= 0 && job[fallback] <= 0)
         best = fallback;
     else if (!persistent)
-        keep_decision(state, layout, candidates[best]);
+        keep_decision(state, layout, candidates[best],
+                      rival_of(state, job, candidates, n, best, fallback));
     log_prices(state, layout, job, candidates, n, best);
     *chosen = candidates[best];
 out:
@@ -217,4 +243,25 @@ out:
     free(mine);
     free(job);
     return rc;
+}
+
+int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double seconds)
+{
+    int calls = state->config.auto_trials, side = trial->trial_calls >= calls;
+    if (seconds < trial->fastest[side])
+        trial->fastest[side] = seconds;
+    if (++trial->trial_calls < 2 * calls)
+        return NBR_SUCCESS;
+    double job[2];
+    int mrc = MPI_Allreduce(trial->fastest, job, 2, MPI_DOUBLE, MPI_MAX, state->comm);
+    if (mrc != MPI_SUCCESS)
+        return nbr_mpi_failed("MPI_Allreduce", mrc);
+    NBR_INFO("comm %d: auto's trial for %s (block %zu bytes): %s %.1f us, %s %.1f us: keeps %s",
+             state->id, nbr_collective_name(trial->coll), trial->block_bytes,
+             trial->algorithm->name, job[0] * 1e6, trial->rival->name, job[1] * 1e6,
+             job[1] < job[0] ? trial->rival->name : trial->algorithm->name);
+    if (job[1] < job[0])
+        trial->algorithm = trial->rival;
+    trial->rival = NULL;
+    return NBR_SUCCESS;
 }

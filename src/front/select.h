@@ -11,9 +11,23 @@
  * collective: every rank must call it for the same calls (they do: the
  * signatures every rank sees are the same, alg/select.h). persistent:
  * always decide anew, keep nothing. A call that moves nothing on any rank
- * takes naive and keeps no decision. */
+ * takes naive and keeps no decision.
+ *
+ * The trial: a price is an estimate, so a kept decision is checked on the
+ * next blocking calls of its signature: nbr_auto_trials of them run the
+ * priced winner, as many its rival (naive, or when naive won the cheapest
+ * other), each timed by the caller; the side whose slowest rank was faster
+ * (fastest run of each rank, then the max) is kept from then on. *trial
+ * is set when this call is one of them: time it and report it with
+ * nbr_comm_trial_record, on every rank (the last report is collective).
+ * Nonblocking calls meanwhile run the priced winner, untimed. */
 int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
-                    int persistent, const nbr_algorithm_t **chosen);
+                    int persistent, int blocking, const nbr_algorithm_t **chosen,
+                    nbr_decision_t **trial);
+
+/* A timed trial call: seconds from start to completion (INFINITY when it
+ * failed on this rank); the trial's last one agrees on the outcome. */
+int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double seconds);
 
 /* The part before the allreduces, every rank for itself: the candidates
  * (the same on every rank; at most nbr_algorithm_count()), this rank's
