@@ -329,6 +329,19 @@ int main(int argc, char **argv)
                      "algorithm,seconds,mean_seconds,speedup_vs_naive,max_rank_net_messages,"
                      "net_bytes,floor_bytes,setup_seconds,estimate_seconds,runs\n");
 
+    /* each algorithm's patterns once: they do not depend on the size */
+    nbr_job_t jobs[MAX_ALGORITHMS];
+    double setup[MAX_ALGORITHMS];
+    for (int a = 0; a < o.num_algorithms; a++) {
+        const nbr_algorithm_t *algorithm = nbr_algorithm_find(o.algorithms[a]);
+        double t0 = now();
+        if (nbr_job_init(&jobs[a], &graph, &loc, algorithm, NULL) != NBR_SUCCESS ||
+            nbr_job_build_patterns(&jobs[a]) != NBR_SUCCESS) {
+            fprintf(stderr, "nbr_sim: %s: set-up failed\n", algorithm->name);
+            return 1;
+        }
+        setup[a] = now() - t0;
+    }
     int status = 0;
     for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;
          bytes = bytes * (uint64_t)o.step) {
@@ -342,24 +355,17 @@ int main(int argc, char **argv)
         bh_size_label(bytes, label, sizeof label);
         row_t rows[MAX_ALGORITHMS];
         for (int a = 0; a < o.num_algorithms && status == 0; a++) {
-            const nbr_algorithm_t *algorithm = nbr_algorithm_find(o.algorithms[a]);
-            nbr_job_t job;
-            double t0 = now();
-            if (nbr_job_init(&job, &graph, &loc, algorithm, NULL) != NBR_SUCCESS ||
-                nbr_job_build_patterns(&job) != NBR_SUCCESS) {
-                fprintf(stderr, "nbr_sim: %s: set-up failed\n", algorithm->name);
-                return 1;
-            }
-            rows[a] = (row_t){.algorithm = algorithm, .setup = now() - t0};
+            const nbr_algorithm_t *algorithm = jobs[a].algorithm;
+            nbr_job_t *job = &jobs[a];
+            rows[a] = (row_t){.algorithm = algorithm, .setup = setup[a]};
             nbr_sim_result_t round = {0};
             int relay = coll == NBR_COLL_ALLGATHERV && algorithm->size_plan &&
                         (algorithm->collectives & NBR_COLL_BIT(coll));
             double round_estimate = 0;
-            status = relay ? price(&c, &job, 1, &round, &round_estimate) : 0;
+            status = relay ? price(&c, job, 1, &round, &round_estimate) : 0;
             if (status == 0)
-                status = price(&c, &job, 0, &rows[a].result, &rows[a].estimate);
+                status = price(&c, job, 0, &rows[a].result, &rows[a].estimate);
             rows[a].estimate += round_estimate;
-            nbr_job_free(&job);
             /* the size round runs first, then the data */
             rows[a].seconds = rows[a].result.seconds + round.seconds;
             rows[a].net_messages =
@@ -402,6 +408,8 @@ int main(int argc, char **argv)
                         w->setup, w->estimate, w->algorithm->name);
         }
     }
+    for (int a = 0; a < o.num_algorithms; a++)
+        nbr_job_free(&jobs[a]);
     for (int r = 0; r < o.ranks; r++) {
         nbr_plan_free(&c.plans[r]);
         nbr_layout_free(&c.layouts[r]);
