@@ -273,10 +273,19 @@ static int run_blocking(const nbr_call_t *call)
     int rc = nbr_request_create(&blocking, MPI_INFO_NULL, 0, &request);
     if (rc != NBR_SUCCESS)
         return rc;
-    /* one of auto's timed calls: reported however it ends, since the last
-     * report is collective */
+    /* one of auto's timed calls: it starts together on every rank, so that
+     * its time is the collective's and not the skew the program brought in
+     * (nbrcoll's own communicator: the program's traffic is not touched),
+     * and is reported however it ends, since the last report is collective */
     nbr_comm_t *state = request->comm;
     nbr_decision_t *trial = request->trial;
+    if (trial) {
+        int mrc = MPI_Barrier(state->comm);
+        if (mrc != MPI_SUCCESS) {
+            nbr_request_free(&request);
+            return nbr_mpi_failed("MPI_Barrier", mrc);
+        }
+    }
     double start = MPI_Wtime();
     rc = start_fresh(&request);
     if (rc == NBR_SUCCESS)

@@ -3,6 +3,7 @@
 #ifndef NBR_COMM_H
 #define NBR_COMM_H
 
+#include "alg/select.h"
 #include "front/config.h"
 #include "plan/plan.h"
 #include "topo/locality.h"
@@ -26,17 +27,21 @@ typedef struct nbr_shared_plan {
  * between ranks, so no rank can tell whether another's changed: each decides
  * once, at its first blocking or nonblocking call (persistent requests
  * decide at _init). */
+#define NBR_TRIAL_SIDES 4
+
 typedef struct nbr_decision {
     int valid;
     nbr_collective_t coll;
     size_t block_bytes;
     const nbr_algorithm_t *algorithm;
     unsigned long long last_use;
-    /* The trial (blocking calls, select.c): the priced winner against one
-     * rival, timed; rival NULL when there is none or it is over. */
-    const nbr_algorithm_t *rival;
-    int trial_calls;  /* timed calls so far */
-    double fastest[2]; /* this rank's fastest run: [0] algorithm, [1] rival */
+    /* The trial (blocking calls, front/select.h): sides[0] the priced
+     * winner, then its rivals, each timed; num_sides 0 when there is no
+     * trial or it is over. */
+    int num_sides;
+    const nbr_algorithm_t *sides[NBR_TRIAL_SIDES];
+    int trial_calls; /* timed calls so far */
+    double seconds[NBR_TRIAL_SIDES][NBR_AUTO_TRIALS_MAX]; /* this rank's runs */
 } nbr_decision_t;
 
 #define NBR_DECISIONS 32

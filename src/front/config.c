@@ -67,6 +67,12 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
     config->auto_trials = NBR_AUTO_TRIALS_DEFAULT;
     NBR_CHECK(nbr_setting_int(info, "nbr_auto_trials", "NBR_AUTO_TRIALS", 0,
                               &config->auto_trials));
+    if (config->auto_trials > NBR_AUTO_TRIALS_MAX) {
+        NBR_ERROR("nbr_auto_trials: %d is more than %d", config->auto_trials,
+                  NBR_AUTO_TRIALS_MAX);
+        rc = NBR_ERR_INFO;
+        goto out;
+    }
     NBR_CHECK(nbr_setting_int(info, "nbr_ranks_per_node", "NBR_RANKS_PER_NODE", 0,
                               &config->ranks_per_node));
     NBR_CHECK(nbr_setting_int(info, "nbr_ranks_per_socket", "NBR_RANKS_PER_SOCKET", 0,

@@ -33,8 +33,46 @@ static nbr_decision_t *find_decision(nbr_comm_t *state, const nbr_layout_t *layo
     return NULL;
 }
 
-static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout,
-                          const nbr_algorithm_t *algorithm, const nbr_algorithm_t *rival)
+/* The trial's sides for a decision: the winner; naive when a plan of its
+ * own won (auto can always fall back to what MPI does); and, cheapest
+ * first, the others priced within NBR_TRIAL_PRICE_FACTOR of the winner,
+ * since the model's errors measured up to about that (a price equal to
+ * one already taken is the same plan: leader on one node is naive's). */
+#define NBR_TRIAL_PRICE_FACTOR 2.0
+
+static void trial_sides(const nbr_comm_t *state, const double *job,
+                        const nbr_algorithm_t *const *candidates, int n, int best, int fallback,
+                        nbr_decision_t *d)
+{
+    int taken[NBR_TRIAL_SIDES], num = 0;
+    taken[num++] = best;
+    if (fallback >= 0 && fallback != best)
+        taken[num++] = fallback;
+    while (num < NBR_TRIAL_SIDES) {
+        int next = -1;
+        for (int k = 0; k < n; k++) {
+            int fresh = job[k] >= 0 && isfinite(job[k]) &&
+                        job[k] <= NBR_TRIAL_PRICE_FACTOR * job[best];
+            for (int t = 0; t < num && fresh; t++)
+                fresh = k != taken[t] && job[k] != job[taken[t]];
+            if (fresh && (next < 0 || job[k] < job[next]))
+                next = k;
+        }
+        if (next < 0)
+            break;
+        taken[num++] = next;
+    }
+    d->num_sides = 0;
+    if (state->config.auto_trials <= 0 || state->nranks < 2 || num < 2)
+        return;
+    for (int t = 0; t < num; t++)
+        d->sides[t] = candidates[taken[t]];
+    d->num_sides = num;
+}
+
+static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout, const double *job,
+                          const nbr_algorithm_t *const *candidates, int n, int best,
+                          int fallback)
 {
     nbr_decision_t *slot = &state->decisions[0];
     for (int i = 0; i < NBR_DECISIONS; i++) {
@@ -44,26 +82,9 @@ static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout,
         if (!d->valid)
             break;
     }
-    *slot = (nbr_decision_t){1, layout->coll, signature(layout), algorithm,
-                             ++state->decision_clock, rival, 0, {INFINITY, INFINITY}};
-}
-
-/* The trial's other side: naive when a plan of its own won on price, else
- * the cheapest other; NULL when there is none or no trial is wanted. */
-static const nbr_algorithm_t *rival_of(const nbr_comm_t *state, const double *job,
-                                       const nbr_algorithm_t *const *candidates, int n,
-                                       int best, int fallback)
-{
-    if (state->config.auto_trials <= 0 || state->nranks < 2 || fallback < 0)
-        return NULL;
-    if (best != fallback)
-        return candidates[fallback];
-    int rival = -1;
-    for (int k = 0; k < n; k++)
-        if (k != fallback && job[k] >= 0 && isfinite(job[k]) &&
-            (rival < 0 || job[k] < job[rival]))
-            rival = k;
-    return rival >= 0 ? candidates[rival] : NULL;
+    *slot = (nbr_decision_t){.valid = 1, .coll = layout->coll, .block_bytes = signature(layout),
+                             .algorithm = candidates[best], .last_use = ++state->decision_clock};
+    trial_sides(state, job, candidates, n, best, fallback, slot);
 }
 
 /* This rank's price of algorithm's plan for layout in parts (seconds
@@ -203,9 +224,8 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_bu
     if (known) {
         known->last_use = ++state->decision_clock;
         *chosen = known->algorithm;
-        if (blocking && known->rival) {
-            if (known->trial_calls >= state->config.auto_trials)
-                *chosen = known->rival;
+        if (blocking && known->num_sides > 0) {
+            *chosen = known->sides[known->trial_calls / (state->config.auto_trials + 1)];
             *trial = known;
         }
         return NBR_SUCCESS;
@@ -234,8 +254,7 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_bu
     if (fallback >= 0 && job[fallback] <= 0)
         best = fallback;
     else if (!persistent)
-        keep_decision(state, layout, candidates[best],
-                      rival_of(state, job, candidates, n, best, fallback));
+        keep_decision(state, layout, job, candidates, n, best, fallback);
     log_prices(state, layout, job, candidates, n, best);
     *chosen = candidates[best];
 out:
@@ -245,23 +264,49 @@ out:
     return rc;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double seconds)
 {
-    int calls = state->config.auto_trials, side = trial->trial_calls >= calls;
-    if (seconds < trial->fastest[side])
-        trial->fastest[side] = seconds;
-    if (++trial->trial_calls < 2 * calls)
+    /* a side's first call is not counted: it pays for what its first run
+     * after another plan sets up */
+    int calls = state->config.auto_trials, sides = trial->num_sides;
+    int side = trial->trial_calls / (calls + 1), at = trial->trial_calls % (calls + 1);
+    if (at > 0)
+        trial->seconds[side][at - 1] = seconds;
+    if (++trial->trial_calls < sides * (calls + 1))
         return NBR_SUCCESS;
-    double job[2];
-    int mrc = MPI_Allreduce(trial->fastest, job, 2, MPI_DOUBLE, MPI_MAX, state->comm);
+    /* each call's time is its slowest rank's (the calls started together,
+     * so the max over ranks of each call is what the job waited); a side's
+     * time is the median of its calls (the typical call: the fastest would
+     * favour plans whose times spread widest) */
+    double all[NBR_TRIAL_SIDES * NBR_AUTO_TRIALS_MAX] = {0}, job[NBR_TRIAL_SIDES];
+    int mrc = MPI_Allreduce(trial->seconds, all, NBR_TRIAL_SIDES * NBR_AUTO_TRIALS_MAX,
+                            MPI_DOUBLE, MPI_MAX, state->comm);
     if (mrc != MPI_SUCCESS)
         return nbr_mpi_failed("MPI_Allreduce", mrc);
-    NBR_INFO("comm %d: auto's trial for %s (block %zu bytes): %s %.1f us, %s %.1f us: keeps %s",
-             state->id, nbr_collective_name(trial->coll), trial->block_bytes,
-             trial->algorithm->name, job[0] * 1e6, trial->rival->name, job[1] * 1e6,
-             job[1] < job[0] ? trial->rival->name : trial->algorithm->name);
-    if (job[1] < job[0])
-        trial->algorithm = trial->rival;
-    trial->rival = NULL;
+    for (int t = 0; t < sides; t++) {
+        double *calls_of = all + (size_t)t * NBR_AUTO_TRIALS_MAX;
+        qsort(calls_of, (size_t)calls, sizeof(double), cmp_double);
+        job[t] = calls_of[calls / 2];
+    }
+    int keep = 0;
+    char text[256] = "";
+    size_t used = 0;
+    for (int t = 0; t < sides; t++) {
+        keep = job[t] < job[keep] ? t : keep;
+        if (used < sizeof text)
+            used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %.1f us",
+                                     t ? ", " : "", trial->sides[t]->name, job[t] * 1e6);
+    }
+    NBR_INFO("comm %d: auto's trial for %s (block %zu bytes, median of %d calls): %s: keeps %s",
+             state->id, nbr_collective_name(trial->coll), trial->block_bytes, calls, text,
+             trial->sides[keep]->name);
+    trial->algorithm = trial->sides[keep];
+    trial->num_sides = 0;
     return NBR_SUCCESS;
 }

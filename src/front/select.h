@@ -14,11 +14,13 @@
  * takes naive and keeps no decision.
  *
  * The trial: a price is an estimate, so a kept decision is checked on the
- * next blocking calls of its signature: nbr_auto_trials of them run the
- * priced winner, as many its rival (naive, or when naive won the cheapest
- * other), each timed by the caller; the side whose slowest rank was faster
- * (fastest run of each rank, then the max) is kept from then on. *trial
- * is set when this call is one of them: time it and report it with
+ * next blocking calls of its signature: the priced winner, then each of
+ * its rivals (naive when another plan won; the other plans priced within
+ * 2x of the winner), runs 1 + nbr_auto_trials calls in a row, each timed
+ * by the caller, all but the first counted (it pays for switching plans);
+ * the side whose median call (each call's time: its slowest rank's) was
+ * fastest is kept from then on.
+ * *trial is set when this call is one of them: time it and report it with
  * nbr_comm_trial_record, on every rank (the last report is collective).
  * Nonblocking calls meanwhile run the priced winner, untimed. */
 int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,

@@ -12,6 +12,7 @@ extern "C" {
 #include "front/select.h"
 }
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -255,68 +256,85 @@ TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
     }
 }
 
-// auto's trial: after the deciding call, nbr_auto_trials blocking calls run
-// the priced winner, as many its rival, then every rank keeps the same one;
-// nonblocking calls meanwhile run the winner and leave the trial alone.
-// Every call bit-exact. nbr_auto_trials 0: the priced winner throughout.
-TEST_F(HostAlgorithms, AutoTrialRunsBothSidesThenAgrees)
+// auto's trial: after the deciding call, the priced winner and then each of
+// its rivals run 1 + nbr_auto_trials blocking calls, then every rank keeps
+// the same one of them; nonblocking calls meanwhile run the winner and leave
+// the trial alone. Every call bit-exact. nbr_auto_trials 0: the priced
+// winner throughout.
+TEST_F(HostAlgorithms, AutoTrialRunsEverySideThenAgrees)
 {
-    const int me = world_rank(), P = world_size();
+    const int me = world_rank(), P = world_size(), n = 256;
     if (P < 2)
         GTEST_SKIP() << "a trial needs two ranks";
-    for (const char *trials : {"2", "0"}) {
+    for (int trials : {2, 0}) {
         nbr_graph_t g;
         nbr_graph_moore(P, 2, 2, &g);
         nbrtest::RankComm c(&g, {{"nbr_algorithm", "auto"},
                                  {"nbr_ranks_per_node", "2"},
-                                 {"nbr_auto_trials", trials}});
+                                 {"nbr_auto_trials", std::to_string(trials)}});
         nbr_graph_free(&g);
         if (!c.ready("auto", "auto"))
             continue;
-        const int indeg = (int)c.in.size(), n = 256;
+        const int indeg = (int)c.in.size();
         std::vector<int> send(n), got((size_t)n * indeg + 1), want((size_t)n * indeg + 1);
-        std::vector<std::string> ran;
         auto ran_now = [&]() {
             const char *name = nullptr;
             EXPECT_EQ(nbr_comm_algorithm(c.comm, &name), NBR_SUCCESS);
             return std::string(name ? name : "?");
         };
-        for (int call = 0; call < 8; call++) {
-            nbrtest::fill_ints(send, me, call);
+        auto call = [&](int k, bool blocking) {
+            nbrtest::fill_ints(send, me, k);
             std::fill(got.begin(), got.end(), -1);
             std::fill(want.begin(), want.end(), -1);
-            EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT,
-                                             c.comm),
-                      NBR_SUCCESS);
-            MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
-            EXPECT_EQ(got, want) << "trials " << trials << ", call " << call << ", rank " << me;
-            ran.push_back(ran_now());
-            if (call == 1) { // a nonblocking call in the middle of the trial
+            if (blocking) {
+                EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n,
+                                                 MPI_INT, c.comm),
+                          NBR_SUCCESS);
+            } else {
                 nbr_request_t req = NBR_REQUEST_NULL;
-                std::fill(got.begin(), got.end(), -1);
                 EXPECT_EQ(nbr_neighbor_iallgather(send.data(), n, MPI_INT, got.data(), n,
                                                   MPI_INT, c.comm, &req),
                           NBR_SUCCESS);
                 EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS);
-                EXPECT_EQ(got, want) << "trials " << trials << ", nonblocking, rank " << me;
-                EXPECT_EQ(ran_now(), ran[0]) << "a nonblocking call runs the priced winner";
             }
-        }
-        const std::string winner = ran[0];
-        if (std::string(trials) == "0") {
-            for (int call = 1; call < 8; call++)
-                EXPECT_EQ(ran[call], winner) << "no trial: call " << call;
+            MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
+            EXPECT_EQ(got, want) << "trials " << trials << ", call " << k << ", rank " << me;
+            return ran_now();
+        };
+        const std::string winner = call(0, true);
+        // the trial's sides, as the decision holds them
+        nbr_comm_t *state = nullptr;
+        ASSERT_EQ(nbr_comm_get(c.comm, MPI_INFO_NULL, &state), NBR_SUCCESS);
+        const nbr_decision_t *d = nullptr;
+        for (const nbr_decision_t &x : state->decisions)
+            if (x.valid && x.coll == NBR_COLL_ALLGATHER && x.block_bytes == n * sizeof(int))
+                d = &x;
+        ASSERT_NE(d, nullptr);
+        if (trials == 0) {
+            EXPECT_EQ(d->num_sides, 0);
+            for (int k = 1; k < 6; k++)
+                EXPECT_EQ(call(k, true), winner) << "no trial: call " << k;
             continue;
         }
-        EXPECT_EQ(ran[1], winner);
-        EXPECT_EQ(ran[2], winner);
-        EXPECT_NE(ran[3], winner) << "calls 4 and 5 run the rival";
-        EXPECT_EQ(ran[4], ran[3]);
-        EXPECT_TRUE(ran[5] == winner || ran[5] == ran[3]) << ran[5];
-        EXPECT_EQ(ran[6], ran[5]);
-        EXPECT_EQ(ran[7], ran[5]);
-        // the same choice on every rank
-        int mine = ran[5] == winner ? 0 : 1, low = 0, high = 0;
+        const int sides = d->num_sides;
+        ASSERT_GE(sides, 2) << "Moore d2 r2 on virtual nodes has rivals to try";
+        std::vector<std::string> names;
+        for (int t = 0; t < sides; t++)
+            names.push_back(d->sides[t]->name);
+        EXPECT_EQ(names[0], winner);
+        const int per_side = trials + 1; // the first of each side is not counted
+        for (int k = 0; k < sides * per_side; k++) {
+            EXPECT_EQ(call(1 + k, true), names[k / per_side]) << "trial call " << k;
+            if (k == 0) {
+                EXPECT_EQ(call(100, false), winner) << "a nonblocking call runs the winner";
+            }
+        }
+        const std::string kept = call(1 + sides * per_side, true);
+        EXPECT_NE(std::find(names.begin(), names.end(), kept), names.end()) << kept;
+        EXPECT_EQ(call(2 + sides * per_side, true), kept);
+        EXPECT_EQ(d->num_sides, 0) << "the trial is over";
+        int mine = (int)(std::find(names.begin(), names.end(), kept) - names.begin());
+        int low = 0, high = 0;
         MPI_Allreduce(&mine, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         MPI_Allreduce(&mine, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         EXPECT_EQ(low, high) << "ranks kept different algorithms after the trial";
