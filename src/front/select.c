@@ -40,6 +40,12 @@ static nbr_decision_t *find_decision(nbr_comm_t *state, const nbr_layout_t *layo
  * one already taken is the same plan: leader on one node is naive's). */
 #define NBR_TRIAL_PRICE_FACTOR 2.0
 
+/* No trial for calls priced above this: a trial runs up to 16 calls, some
+ * of slower plans, which at seconds per call a program calling a few times
+ * would not win back; there the cost is bandwidth, which the model priced
+ * within the grid's noise (all the grid's losses were at <= 64 KiB). */
+#define NBR_TRIAL_MAX_SECONDS 0.01
+
 static void trial_sides(const nbr_comm_t *state, const double *job,
                         const nbr_algorithm_t *const *candidates, int n, int best, int fallback,
                         nbr_decision_t *d)
@@ -63,7 +69,8 @@ static void trial_sides(const nbr_comm_t *state, const double *job,
         taken[num++] = next;
     }
     d->num_sides = 0;
-    if (state->config.auto_trials <= 0 || state->nranks < 2 || num < 2)
+    if (state->config.auto_trials <= 0 || state->nranks < 2 || num < 2 ||
+        job[best] > NBR_TRIAL_MAX_SECONDS)
         return;
     for (int t = 0; t < num; t++)
         d->sides[t] = candidates[taken[t]];

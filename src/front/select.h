@@ -22,7 +22,8 @@
  * fastest is kept from then on.
  * *trial is set when this call is one of them: time it and report it with
  * nbr_comm_trial_record, on every rank (the last report is collective).
- * Nonblocking calls meanwhile run the priced winner, untimed. */
+ * Nonblocking calls meanwhile run the priced winner, untimed. No trial
+ * when the winner is priced above 10 ms a call (select.c says why). */
 int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
                     int persistent, int blocking, const nbr_algorithm_t **chosen,
                     nbr_decision_t **trial);

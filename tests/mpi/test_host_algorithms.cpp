@@ -341,6 +341,45 @@ TEST_F(HostAlgorithms, AutoTrialRunsEverySideThenAgrees)
     }
 }
 
+// No trial where the winner is priced above 10 ms a call: on the emulated
+// 1 Gbit/s cluster's parameters, 1 MiB blocks to 24 neighbors on virtual
+// nodes of 2 cost far more than that; a small block still gets its trial.
+TEST_F(HostAlgorithms, AutoTrialsOnlyWhereCallsAreCheap)
+{
+    const int me = world_rank(), P = world_size();
+    if (P < 4)
+        GTEST_SKIP() << "needs two virtual nodes of two";
+    nbr_graph_t g;
+    nbr_graph_moore(P, 2, 2, &g);
+    nbrtest::RankComm c(&g, {{"nbr_algorithm", "auto"},
+                             {"nbr_ranks_per_node", "2"},
+                             {"nbr_machine", std::string(NBR_SOURCE_DIR) +
+                                                 "/topo/emulated-4x4-1gbit.machine"}});
+    nbr_graph_free(&g);
+    if (!c.ready("auto", "auto"))
+        return;
+    nbr_comm_t *state = nullptr;
+    ASSERT_EQ(nbr_comm_get(c.comm, MPI_INFO_NULL, &state), NBR_SUCCESS);
+    const int indeg = (int)c.in.size();
+    for (int n : {4, 262144}) { // 16 B and 1 MiB blocks
+        std::vector<int> send(n), got((size_t)n * indeg + 1, -1), want((size_t)n * indeg + 1, -1);
+        nbrtest::fill_ints(send, me, n);
+        EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
+                  NBR_SUCCESS);
+        MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
+        EXPECT_EQ(got, want) << n << " ints, rank " << me;
+        const nbr_decision_t *d = nullptr;
+        for (const nbr_decision_t &x : state->decisions)
+            if (x.valid && x.coll == NBR_COLL_ALLGATHER && x.block_bytes == n * sizeof(int))
+                d = &x;
+        ASSERT_NE(d, nullptr);
+        if (n == 4)
+            EXPECT_GE(d->num_sides, 2) << "16 B blocks: a trial";
+        else
+            EXPECT_EQ(d->num_sides, 0) << "1 MiB blocks at 1 Gbit/s: priced above 10 ms";
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Host, PerAlgorithm, ::testing::Values("halving", "combining", "auto"));
 
 }  // namespace
