@@ -28,7 +28,7 @@
  *                                               ranks (1024)
  *   nbr_auto_trials      / NBR_AUTO_TRIALS      blocking calls auto times
  *                                               on each side of its trial
- *                                               (3; 0: price only)
+ *                                               (5; 0: price only)
  *   nbr_ranks_per_node   / NBR_RANKS_PER_NODE   split the job into virtual
  *                                               nodes of this many ranks
  *   nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET virtual CPU sockets inside

@@ -20,9 +20,9 @@
 #define NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT 1024
 
 /* nbr_auto_trials when not configured: blocking calls timed on each side
- * of auto's trial (front/select.h); 2 left the choice to noise at a few
- * points of the grid on this 2-core machine. */
-#define NBR_AUTO_TRIALS_DEFAULT 3
+ * of auto's trial (front/select.h); with 3, halving's spread of call
+ * times left near-ties to noise on this 2-core machine. */
+#define NBR_AUTO_TRIALS_DEFAULT 5
 #define NBR_AUTO_TRIALS_MAX 9
 
 /* Whether algorithm is priced for coll on a communicator of nranks ranks:

@@ -41,6 +41,7 @@ typedef struct nbr_decision {
     int num_sides;
     const nbr_algorithm_t *sides[NBR_TRIAL_SIDES];
     int trial_calls; /* timed calls so far */
+    int retried;     /* a second trial, the winner against the first's */
     double seconds[NBR_TRIAL_SIDES][NBR_AUTO_TRIALS_MAX]; /* this rank's runs */
 } nbr_decision_t;
 

@@ -19,7 +19,8 @@
  * 2x of the winner), runs 1 + nbr_auto_trials calls in a row, each timed
  * by the caller, all but the first counted (it pays for switching plans);
  * the side whose median call (each call's time: its slowest rank's) was
- * fastest is kept from then on.
+ * fastest is kept from then on; when that is not the priced winner, a
+ * second trial of the two decides.
  * *trial is set when this call is one of them: time it and report it with
  * nbr_comm_trial_record, on every rank (the last report is collective).
  * Nonblocking calls meanwhile run the priced winner, untimed. No trial
