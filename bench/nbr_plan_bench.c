@@ -19,12 +19,13 @@
 #include "alg/job.h"
 #include "plan/verify.h"
 
+#include "harness/clock.h"
+
 #include <nbrcoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct options {
@@ -36,13 +37,6 @@ typedef struct options {
     nbr_collective_t coll;
     const char *algorithm;
 } options_t;
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int parse(int argc, char **argv, options_t *o)
 {
@@ -115,7 +109,7 @@ static int one_rank_setup(const nbr_job_t *job, const nbr_layout_t *layout, int 
     if (child == 0) {
         close(fd[0]);
         long before = status_kib("VmRSS");
-        double t0 = now_seconds();
+        double t0 = bh_now();
         nbr_plan_input_t input = nbr_job_input(job, r, layout);
         void *pattern = NULL;
         nbr_plan_t plan = {0};
@@ -123,7 +117,7 @@ static int one_rank_setup(const nbr_job_t *job, const nbr_layout_t *layout, int 
         input.pattern = pattern;
         if (rc == NBR_SUCCESS)
             rc = nbr_build_plan(job->algorithm, &input, &plan);
-        double result[2] = {rc == NBR_SUCCESS ? now_seconds() - t0 : -1,
+        double result[2] = {rc == NBR_SUCCESS ? bh_now() - t0 : -1,
                             (double)(status_kib("VmHWM") - before)};
         ssize_t wrote = write(fd[1], result, sizeof result);
         _exit(wrote == (ssize_t)sizeof result && rc == NBR_SUCCESS && before >= 0 ? 0 : 1);
@@ -182,16 +176,16 @@ static int per_rank_report(const options_t *o, const nbr_job_t *job, const nbr_l
 static int whole_job_report(const options_t *o, nbr_job_t *job, const nbr_layout_t *layouts,
                             nbr_plan_t *plans, double t_graph)
 {
-    double tp = now_seconds();
+    double tp = bh_now();
     int prc = nbr_job_build_patterns(job);
     if (prc != NBR_SUCCESS) {
         fprintf(stderr, "patterns failed: %s\n", nbr_error_string(prc));
         return 1;
     }
-    double t_pattern = now_seconds() - tp;
+    double t_pattern = bh_now() - tp;
     int status = 0;
     for (int rep = 0; rep < o->repeat && status == 0; rep++) {
-        double t1 = now_seconds();
+        double t1 = bh_now();
         for (int r = 0; r < o->ranks; r++) {
             nbr_plan_input_t input = nbr_job_input(job, r, &layouts[r]);
             nbr_plan_free(&plans[r]);
@@ -201,10 +195,10 @@ static int whole_job_report(const options_t *o, nbr_job_t *job, const nbr_layout
                 return 1;
             }
         }
-        double t2 = now_seconds();
+        double t2 = bh_now();
         char message[512];
         int rc = nbr_verify_plans(job->graph, layouts, plans, message, sizeof message);
-        double t3 = now_seconds();
+        double t3 = bh_now();
         long ops = 0;
         for (int r = 0; r < o->ranks; r++)
             ops += plans[r].num_ops;
@@ -235,7 +229,7 @@ int main(int argc, char **argv)
     }
     nbr_graph_t graph;
     nbr_locality_t locality = {0};
-    double t0 = now_seconds();
+    double t0 = bh_now();
     if (nbr_graph_erdos_renyi(o.ranks, o.density, o.seed, &graph) != NBR_SUCCESS)
         return 1;
     int virtual_nodes = o.ranks_per_node > 0 || o.ranks_per_socket > 0;
@@ -243,7 +237,7 @@ int main(int argc, char **argv)
                                                                             : o.ranks,
                                               o.ranks_per_socket, &locality) != NBR_SUCCESS)
         return 1;
-    double t_graph = now_seconds() - t0;
+    double t_graph = bh_now() - t0;
     nbr_layout_t *layouts = calloc((size_t)o.ranks, sizeof(nbr_layout_t));
     nbr_plan_t *plans = calloc((size_t)o.ranks, sizeof(nbr_plan_t));
     if (!layouts || !plans || nbr_job_layouts(&graph, o.coll, o.block, layouts) != NBR_SUCCESS)

@@ -15,6 +15,7 @@
 #include "plan/sim.h"
 #include "topo/machine.h"
 
+#include "harness/clock.h"
 #include "harness/common.h"
 #include "harness/graphs.h"
 #include "harness/options.h"
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_ALGORITHMS 16
 
@@ -48,13 +48,6 @@ typedef struct options {
     int num_algorithms;
     const char *csv;
 } options_t;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void usage(FILE *out)
 {
@@ -334,13 +327,13 @@ int main(int argc, char **argv)
     double setup[MAX_ALGORITHMS];
     for (int a = 0; a < o.num_algorithms; a++) {
         const nbr_algorithm_t *algorithm = nbr_algorithm_find(o.algorithms[a]);
-        double t0 = now();
+        double t0 = bh_now();
         if (nbr_job_init(&jobs[a], &graph, &loc, algorithm, NULL) != NBR_SUCCESS ||
             nbr_job_build_patterns(&jobs[a]) != NBR_SUCCESS) {
             fprintf(stderr, "nbr_sim: %s: set-up failed\n", algorithm->name);
             return 1;
         }
-        setup[a] = now() - t0;
+        setup[a] = bh_now() - t0;
     }
     int status = 0;
     for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;
