@@ -58,6 +58,44 @@ int nbr_list_find_kth(const int *list, int n, int value, int k)
     return -1;
 }
 
+int nbr_distinct_in_lists(int n, const int *out_offsets, const int *out_targets, int keep_self,
+                          int **offsets, int **sources)
+{
+    int *last = malloc(((size_t)n + 1) * sizeof(int));
+    int *at = calloc((size_t)n + 2, sizeof(int));
+    int *from = malloc(((size_t)out_offsets[n] + 1) * sizeof(int));
+    if (!last || !at || !from) {
+        free(last);
+        free(at);
+        free(from);
+        return NBR_ERR_NOMEM;
+    }
+    /* two passes over the edges, counting then placing; at[t + 1] is where
+     * t's list fills from during the second */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int t = 0; t < n; t++)
+            last[t] = -1;
+        for (int p = 0; p < n; p++) /* ascending p: the lists come out sorted */
+            for (int e = out_offsets[p]; e < out_offsets[p + 1]; e++) {
+                int t = out_targets[e];
+                if (last[t] == p || (t == p && !keep_self))
+                    continue;
+                last[t] = p;
+                if (pass == 0)
+                    at[t + 2]++;
+                else
+                    from[at[t + 1]++] = p;
+            }
+        if (pass == 0)
+            for (int t = 0; t < n; t++)
+                at[t + 2] += at[t + 1];
+    }
+    free(last);
+    *offsets = at;
+    *sources = from;
+    return NBR_SUCCESS;
+}
+
 int nbr_list_count(const int *list, int n, int value)
 {
     int k = 0;

@@ -39,6 +39,13 @@ int nbr_pair_list_add(nbr_pair_list_t *list, int weight, int a, int b);
 void nbr_pair_list_sort(nbr_pair_list_t *list);
 void nbr_pair_list_free(nbr_pair_list_t *list);
 
+/* The transpose of a whole graph's out-lists (CSR over n ranks): every
+ * rank's distinct in-neighbors, ascending, itself included only when
+ * keep_self (a self-loop). *offsets has n + 2 entries, (*offsets)[t] ..
+ * (*offsets)[t + 1] the list of t; free both. */
+int nbr_distinct_in_lists(int n, const int *out_offsets, const int *out_targets, int keep_self,
+                          int **offsets, int **sources);
+
 /* Repeated edges: the k-th edge to a rank pairs with the k-th edge from it,
  * so neighbor lists are read by occurrence. */
 int nbr_list_occurrence(const int *list, int index); /* k of list[index] */

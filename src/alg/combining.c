@@ -45,11 +45,14 @@ static int active_lists(int n, const int *out_offsets, const int *out_targets, l
     out->start = malloc(((size_t)n + 1) * sizeof(int));
     out->len = calloc((size_t)n + 1, sizeof(int));
     out->item = malloc(((size_t)edges + 1) * sizeof(int));
-    in->start = calloc((size_t)n + 1, sizeof(int));
     in->len = calloc((size_t)n + 1, sizeof(int));
-    in->item = malloc(((size_t)edges + 1) * sizeof(int));
-    if (!out->start || !out->len || !out->item || !in->start || !in->len || !in->item)
+    if (!out->start || !out->len || !out->item || !in->len)
         return NBR_ERR_NOMEM;
+    int rc = nbr_distinct_in_lists(n, out_offsets, out_targets, 0, &in->start, &in->item);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    for (int t = 0; t < n; t++)
+        in->len[t] = in->start[t + 1] - in->start[t];
     for (int p = 0; p < n; p++) {
         int *list = out->item + out_offsets[p], k = 0, m = out_offsets[p + 1] - out_offsets[p];
         out->start[p] = out_offsets[p];
@@ -59,21 +62,8 @@ static int active_lists(int n, const int *out_offsets, const int *out_targets, l
             if (list[i] != p && (k == 0 || list[k - 1] != list[i]))
                 list[k++] = list[i];
         out->len[p] = k;
-        for (int i = 0; i < k; i++)
-            in->len[list[i]]++;
     }
     out->start[n] = edges;
-    for (int t = 0, at = 0; t <= n; t++) {
-        in->start[t] = at;
-        if (t < n)
-            at += in->len[t];
-        in->len[t] = 0;
-    }
-    for (int p = 0; p < n; p++) /* ascending p: in-lists come out sorted */
-        for (int i = 0; i < out->len[p]; i++) {
-            int t = out->item[out->start[p] + i];
-            in->item[in->start[t] + in->len[t]++] = p;
-        }
     return NBR_SUCCESS;
 }
 

@@ -477,41 +477,6 @@ static int largest_socket(int n, const int *socket_of)
     return best > 0 ? best : n;
 }
 
-/* The transpose of the out-lists, each in-list distinct and ascending
- * (self-loops kept: the weights count every edge a rank sends). */
-static int in_lists(sim_t *s)
-{
-    int n = s->n, rc = NBR_SUCCESS;
-    int *last = malloc(((size_t)n + 1) * sizeof(int));
-    s->in_offsets = calloc((size_t)n + 2, sizeof(int));
-    s->in_sources = malloc(((size_t)s->out_offsets[n] + 1) * sizeof(int));
-    if (!last || !s->in_offsets || !s->in_sources) {
-        rc = NBR_ERR_NOMEM;
-        goto out;
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        for (int t = 0; t < n; t++)
-            last[t] = -1;
-        for (int p = 0; p < n; p++)
-            for (int e = s->out_offsets[p]; e < s->out_offsets[p + 1]; e++) {
-                int t = s->out_targets[e];
-                if (last[t] == p)
-                    continue;
-                last[t] = p;
-                if (pass == 0)
-                    s->in_offsets[t + 2]++;
-                else
-                    s->in_sources[s->in_offsets[t + 1]++] = p;
-            }
-        if (pass == 0) /* in_offsets[t + 1]: where t's list fills from */
-            for (int t = 0; t < n; t++)
-                s->in_offsets[t + 2] += s->in_offsets[t + 1];
-    }
-out:
-    free(last);
-    return rc;
-}
-
 static int steps_capacity(nbr_halving_pattern_t *p, int steps)
 {
     nbr_halving_step_t *grown = realloc(p->steps, ((size_t)steps + 1) * sizeof(*grown));
@@ -540,7 +505,9 @@ int nbr_halving_build(int n, const int *out_offsets, const int *out_targets,
         rc = NBR_ERR_NOMEM;
         goto out;
     }
-    NBR_CHECK(in_lists(&s));
+    /* self-loops kept: the weights count every edge a rank sends */
+    NBR_CHECK(nbr_distinct_in_lists(n, out_offsets, out_targets, 1, &s.in_offsets,
+                                    &s.in_sources));
     for (int r = 0; r < n; r++)
         if (wanted(&s, r)) {
             memset(&patterns[r], 0, sizeof(patterns[r]));
