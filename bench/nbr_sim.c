@@ -272,10 +272,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return BH_EXIT_USAGE;
     }
+    /* every plan once: mpi's is naive's (the library posts it) */
+    int n_default = 0;
     for (int i = 0; o.num_algorithms == 0 && i < nbr_algorithm_count(); i++)
-        o.algorithms[i] = nbr_algorithm_at(i)->name;
+        if (!nbr_algorithm_at(i)->library)
+            o.algorithms[n_default++] = nbr_algorithm_at(i)->name;
     if (o.num_algorithms == 0)
-        o.num_algorithms = nbr_algorithm_count();
+        o.num_algorithms = n_default;
 
     nbr_machine_t machine;
     nbr_graph_t graph = {0};
@@ -373,10 +376,13 @@ int main(int argc, char **argv)
         double prices[MAX_ALGORITHMS];
         int fallback = -1, n_rows = o.num_algorithms;
         for (int a = 0; a < n_rows && status == 0; a++) {
-            int eligible = nbr_select_eligible(rows[a].algorithm, coll, o.ranks,
-                                               NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT);
+            /* naive's row stands for the baseline, mpi's plan on host buffers */
+            int baseline = rows[a].algorithm == nbr_baseline_algorithm();
+            int eligible = baseline || nbr_select_eligible(rows[a].algorithm, coll, o.ranks,
+                                                           NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT,
+                                                           !o.device);
             prices[a] = eligible ? rows[a].estimate : -1;
-            if (rows[a].algorithm == nbr_baseline_algorithm())
+            if (baseline)
                 fallback = a;
         }
         int pick = status == 0 && fallback >= 0 ? nbr_select_choose(prices, n_rows, fallback) : -1;

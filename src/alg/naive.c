@@ -1,6 +1,11 @@
 /* naive: one message per edge, posted all at once; what MPI libraries do for
  * MPI_Neighbor_* and the baseline every paper compares against. Self-loops
- * become local copies: the k-th self out-edge feeds the k-th self in-edge. */
+ * become local copies: the k-th self out-edge feeds the k-th self in-edge.
+ *
+ * mpi: the MPI library's own collective, which moves naive's messages; so
+ * it shares naive's plan (what it moves) and price. auto's fallback on host
+ * buffers: a program that links nbrcoll runs at least what it ran before,
+ * not a re-implementation of it (which costs a little more per call). */
 #include "alg/builder.h"
 #include "alg/cost_model.h"
 
@@ -47,6 +52,16 @@ const nbr_algorithm_t nbr_alg_naive = {
     .description = "one isend/irecv per edge, as MPI libraries do: the baseline",
     .collectives = NBR_COLL_BIT(NBR_COLL_ALLGATHER) | NBR_COLL_BIT(NBR_COLL_ALLGATHERV) |
                    NBR_COLL_BIT(NBR_COLL_ALLTOALLV),
+    .build = nbr_build_naive,
+    .cost = cost,
+};
+
+const nbr_algorithm_t nbr_alg_mpi = {
+    .name = "mpi",
+    .description = "the MPI library's own MPI_Neighbor_* (naive's plan on device buffers)",
+    .collectives = NBR_COLL_BIT(NBR_COLL_ALLGATHER) | NBR_COLL_BIT(NBR_COLL_ALLGATHERV) |
+                   NBR_COLL_BIT(NBR_COLL_ALLTOALLV),
+    .library = 1,
     .build = nbr_build_naive,
     .cost = cost,
 };

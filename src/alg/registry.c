@@ -12,10 +12,12 @@
 /* The rows, each defined in its algorithm's file. Adding an algorithm:
  * its file (row included) and one line in each list below. The first is
  * the default. */
-extern const nbr_algorithm_t nbr_alg_naive, nbr_alg_leader, nbr_alg_halving, nbr_alg_combining;
+extern const nbr_algorithm_t nbr_alg_naive, nbr_alg_mpi, nbr_alg_leader, nbr_alg_halving,
+    nbr_alg_combining;
 
 static const nbr_algorithm_t *const table[] = {
     &nbr_alg_naive,
+    &nbr_alg_mpi,
     &nbr_alg_leader,
     &nbr_alg_halving,
     &nbr_alg_combining,

@@ -82,6 +82,11 @@ typedef struct nbr_algorithm {
      * nbr_build_plan takes naive's plan. */
     unsigned collectives;
     unsigned needs; /* NBR_NEEDS_* */
+    /* Runs as the MPI library's own MPI_Neighbor_* call on the user's
+     * arguments (front/library.c) where the library can take the buffers
+     * (host memory); its plan says what that moves (for counters and
+     * prices) and is what runs on device buffers. */
+    int library;
     /* Its own parameters: params_size bytes, filled by load_params with the
      * defaults, then from info (may be MPI_INFO_NULL), then the environment.
      * NULL / 0: none. */

@@ -2,10 +2,22 @@
 
 #include <math.h>
 
+const nbr_algorithm_t *nbr_select_baseline(int library_usable)
+{
+    for (int i = 0; library_usable && i < nbr_algorithm_count(); i++)
+        if (nbr_algorithm_at(i)->library)
+            return nbr_algorithm_at(i);
+    return nbr_baseline_algorithm();
+}
+
 int nbr_select_eligible(const nbr_algorithm_t *algorithm, nbr_collective_t coll, int nranks,
-                        int whole_graph_ranks)
+                        int whole_graph_ranks, int library_usable)
 {
     if (!(algorithm->collectives & NBR_COLL_BIT(coll)))
+        return 0;
+    /* naive and mpi are one plan: one or the other runs it */
+    const nbr_algorithm_t *baseline = nbr_select_baseline(library_usable);
+    if ((algorithm->library || algorithm == nbr_baseline_algorithm()) && algorithm != baseline)
         return 0;
     return !(algorithm->needs & NBR_NEEDS_WHOLE_GRAPH) || nranks <= whole_graph_ranks;
 }

@@ -11,8 +11,8 @@
 /* The name users give for automatic selection (nbr_algorithm=auto). */
 #define NBR_AUTO_NAME "auto"
 
-/* A candidate must win by this fraction over the default plan (naive,
- * which moves what MPI's own collectives move) to be chosen: an estimate
+/* A candidate must win by this fraction over the baseline (what MPI's own
+ * collectives move) to be chosen: an estimate
  * is not a measurement, and losing to MPI is worse than not winning. */
 #define NBR_SELECT_MARGIN 0.10
 
@@ -25,12 +25,19 @@
 #define NBR_AUTO_TRIALS_DEFAULT 5
 #define NBR_AUTO_TRIALS_MAX 9
 
+/* auto's fallback, the plan MPI itself runs: where the MPI library can run
+ * the calls (library_usable: the communicator's buffers are host memory on
+ * every rank) its own collective, the registry's library row; elsewhere
+ * naive's plan, the same messages. */
+const nbr_algorithm_t *nbr_select_baseline(int library_usable);
+
 /* Whether algorithm is priced for coll on a communicator of nranks ranks:
  * it plans coll itself (for the others it would only repeat naive's plan),
- * and a whole-graph algorithm only up to whole_graph_ranks ranks (its
- * set-up gathers every rank's out-list on every rank). */
+ * a whole-graph algorithm only up to whole_graph_ranks ranks (its set-up
+ * gathers every rank's out-list on every rank), and of naive and mpi only
+ * the baseline. */
 int nbr_select_eligible(const nbr_algorithm_t *algorithm, nbr_collective_t coll, int nranks,
-                        int whole_graph_ranks);
+                        int whole_graph_ranks, int library_usable);
 
 /* The index of the cheapest of n prices (seconds; a negative or infinite
  * price is no price): fallback (the default plan's index) unless another

@@ -88,7 +88,7 @@ void nbr_comm_release(nbr_comm_t *state)
     for (int i = 0; state->patterns && i < nbr_algorithm_count(); i++)
         nbr_algorithm_free_pattern(nbr_algorithm_at(i), state->patterns[i]);
     free(state->patterns);
-    for (int c = 0; c < NBR_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < NBR_PLAN_CACHE; c++)
         nbr_shared_plan_release(state->cache[c]);
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -348,13 +348,19 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   nbr_shared_plan_t **out_plan)
 {
     /* plans that depend on other ranks' sizes are this call's alone */
-    int cacheable = !block_sizes;
-    nbr_shared_plan_t *cached = state->cache[layout->coll];
-    if (cacheable && cached && cached->algorithm == algorithm &&
-        nbr_layout_equal(&cached->layout, layout)) {
-        cached->refs++;
-        *out_plan = cached;
-        return NBR_SUCCESS;
+    int cacheable = !block_sizes, slot = 0;
+    for (int c = 0; cacheable && c < NBR_PLAN_CACHE; c++) {
+        nbr_shared_plan_t *cached = state->cache[c];
+        if (cached && cached->algorithm == algorithm && nbr_layout_equal(&cached->layout, layout)) {
+            cached->refs++;
+            state->cache_use[c] = ++state->cache_clock;
+            *out_plan = cached;
+            return NBR_SUCCESS;
+        }
+        if (!state->cache[slot])
+            continue;
+        if (!cached || state->cache_use[c] < state->cache_use[slot])
+            slot = c;
     }
     nbr_shared_plan_t *shared = calloc(1, sizeof(*shared));
     if (!shared)
@@ -380,9 +386,10 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
     if (state->config.dump_dir[0])
         dump_plan(state, &shared->plan);
     if (cacheable) {
-        nbr_shared_plan_release(cached);
+        nbr_shared_plan_release(state->cache[slot]);
         shared->refs++;
-        state->cache[layout->coll] = shared;
+        state->cache[slot] = shared;
+        state->cache_use[slot] = ++state->cache_clock;
     }
     *out_plan = shared;
     return NBR_SUCCESS;

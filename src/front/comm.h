@@ -36,16 +36,17 @@ typedef struct nbr_decision {
     const nbr_algorithm_t *algorithm;
     unsigned long long last_use;
     /* The trial (blocking calls, front/select.h): sides[0] the priced
-     * winner, then its rivals, each timed; num_sides 0 when there is no
-     * trial or it is over. */
+     * winner, then its rivals, timed in turns; num_sides 0 when there is
+     * no trial or it is over. */
     int num_sides;
     const nbr_algorithm_t *sides[NBR_TRIAL_SIDES];
     int trial_calls; /* timed calls so far */
-    int retried;     /* a second trial, the winner against the first's */
+    int retried;     /* a second trial: the winner, the first's, the baseline */
     double seconds[NBR_TRIAL_SIDES][NBR_AUTO_TRIALS_MAX]; /* this rank's runs */
 } nbr_decision_t;
 
 #define NBR_DECISIONS 32
+#define NBR_PLAN_CACHE 8
 
 typedef struct nbr_comm {
     int refs;
@@ -57,7 +58,10 @@ typedef struct nbr_comm {
     nbr_config_t config; /* with the communicator's algorithm (NULL: auto) */
     nbr_locality_t locality;
     nbr_exec_domain_t exec; /* how its requests run: MPI or device executor */
-    nbr_shared_plan_t *cache[NBR_NUM_COLLECTIVES]; /* last plan per collective */
+    /* plans built lately, least recently used replaced: a program's
+     * signatures and auto's trial, which runs its sides in turns */
+    nbr_shared_plan_t *cache[NBR_PLAN_CACHE];
+    unsigned long long cache_use[NBR_PLAN_CACHE], cache_clock;
     unsigned long long sequence;            /* nonblocking / blocking calls so far */
     unsigned long long persistent_sequence; /* persistent requests made so far */
     int tag_windows;                        /* per kind: half of the tag space each */
@@ -110,8 +114,8 @@ void nbr_comm_release(nbr_comm_t *state);
 /* Tag base for the next collective call (advances its kind's sequence). */
 int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent);
 
-/* The plan for this layout with this algorithm: the cached one when it is
- * the collective's last plan, of this algorithm and layout; else a new one
+/* The plan for this layout with this algorithm: a cached one of this
+ * algorithm and layout; else a new one
  * (cached unless block_sizes is given: see nbr_plan_input_t), with the
  * algorithm's pattern built and kept first if it has none yet. Returned
  * referenced: release with nbr_shared_plan_release. */
@@ -133,6 +137,16 @@ int nbr_comm_pattern(nbr_comm_t *state, const nbr_algorithm_t *algorithm, const 
 /* Gathers the set-up facts of needs (NBR_NEEDS_*) not gathered yet.
  * Collective over the comm: every rank passes the same needs. */
 int nbr_comm_provide(nbr_comm_t *state, unsigned needs);
+
+/* Whether the MPI library may run this communicator's calls itself (the
+ * library row, front/library.c): only where every rank's buffers are host
+ * memory, i.e. the device layer is off, which every rank agreed on at
+ * set-up (a rank on device buffers would post naive's messages where its
+ * peers call the library's collective: they would never meet). */
+static inline int nbr_comm_library_usable(const nbr_comm_t *state)
+{
+    return state->exec.device == NULL;
+}
 
 /* Adds one completed run of plan to the counters. */
 void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan);

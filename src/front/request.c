@@ -1,6 +1,7 @@
 #include "front/request.h"
 
 #include "base/log.h"
+#include "front/library.h"
 #include "front/select.h"
 
 #include <limits.h>
@@ -217,6 +218,7 @@ static void request_reset(nbr_request_t req)
     req->sizes_differ = 0;
     nbr_shared_plan_release(req->plan);
     req->plan = NULL;
+    req->library = 0;
 }
 
 static void request_destroy(nbr_request_t req)
@@ -431,6 +433,13 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         req->sizes_differ = block_sizes_differ(state, layout, req->block_sizes);
     }
     NBR_CHECK(nbr_comm_plan(state, algorithm, layout, req->block_sizes, &req->plan));
+    /* the library takes the user's arguments as they are; its plan only
+     * says what it moves (counters) */
+    req->library = algorithm->library && nbr_comm_library_usable(state);
+    if (req->library) {
+        nbr_library_keep(req, call);
+        return NBR_SUCCESS;
+    }
     rc = bind(req, state, tag_base, persistent);
     if (rc != NBR_SUCCESS) {
         nbr_shared_plan_release(req->plan);
@@ -488,6 +497,11 @@ int nbr_start(nbr_request_t *request)
     nbr_request_t req = *request;
     if (req->running)
         return NBR_ERR_REQUEST;
+    if (req->library) {
+        int rc = nbr_library_start(req);
+        req->running = rc == NBR_SUCCESS;
+        return rc;
+    }
     int rc = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
     if (rc != NBR_SUCCESS)
         return rc;
@@ -503,13 +517,16 @@ static int complete(nbr_request_t *request, int rc)
 {
     nbr_request_t req = *request;
     req->running = 0;
-    int unpack_rc = transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
-    if (rc == NBR_SUCCESS)
-        rc = unpack_rc;
+    if (!req->library) {
+        int unpack_rc =
+            transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
+        if (rc == NBR_SUCCESS)
+            rc = unpack_rc;
+        nbr_executor_add_counters(req->exec, &req->comm->counters);
+    }
     if (rc == NBR_SUCCESS && req->sizes_differ)
         rc = NBR_ERR_TYPE_MISMATCH;
     nbr_comm_count(req->comm, &req->plan->plan);
-    nbr_executor_add_counters(req->exec, &req->comm->counters);
     if (!req->persistent) {
         request_retire(req);
         *request = NBR_REQUEST_NULL;
@@ -524,7 +541,7 @@ int nbr_wait(nbr_request_t *request)
     nbr_request_t req = *request;
     if (!req->running)
         return NBR_SUCCESS; /* an inactive persistent request, as in MPI */
-    return complete(request, nbr_executor_wait(req->exec));
+    return complete(request, req->library ? nbr_library_wait(req) : nbr_executor_wait(req->exec));
 }
 
 int nbr_test(nbr_request_t *request, int *flag)
@@ -537,7 +554,7 @@ int nbr_test(nbr_request_t *request, int *flag)
         *flag = 1;
         return NBR_SUCCESS;
     }
-    int rc = nbr_executor_test(req->exec, flag);
+    int rc = req->library ? nbr_library_test(req, flag) : nbr_executor_test(req->exec, flag);
     if (!*flag)
         return rc;
     return complete(request, rc);

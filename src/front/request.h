@@ -52,6 +52,11 @@ struct nbr_request {
     size_t *block_sizes; /* allgatherv through relays: this call's size round */
     int sizes_differ;    /* a sender announced another size than our slot */
     nbr_decision_t *trial; /* a blocking call auto times (front/select.h) */
+    /* The MPI library runs this call itself (front/library.c): the call's
+     * arguments, kept for it, and its MPI request once posted. */
+    int library;
+    nbr_call_t call;
+    MPI_Request library_request;
 };
 
 /* Validates the call, builds or finds its plan and prepares a request

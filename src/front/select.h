@@ -11,16 +11,17 @@
  * collective: every rank must call it for the same calls (they do: the
  * signatures every rank sees are the same, alg/select.h). persistent:
  * always decide anew, keep nothing. A call that moves nothing on any rank
- * takes naive and keeps no decision.
+ * takes the baseline (alg/select.h) and keeps no decision.
  *
  * The trial: a price is an estimate, so a kept decision is checked on the
- * next blocking calls of its signature: the priced winner, then each of
- * its rivals (naive when another plan won; the other plans priced within
- * 2x of the winner), runs 1 + nbr_auto_trials calls in a row, each timed
- * by the caller, all but the first counted (it pays for switching plans);
- * the side whose median call (each call's time: its slowest rank's) was
- * fastest is kept from then on; when that is not the priced winner, a
- * second trial of the two decides.
+ * next blocking calls of its signature: the priced winner and its rivals
+ * (the baseline when another plan won; the other plans priced within 2x
+ * of the winner) run in turns, 1 + nbr_auto_trials rounds, each call timed
+ * by the caller, the first round not counted (it pays for each plan's
+ * first run); the side whose median call (each call's time: its slowest
+ * rank's) was fastest is kept from then on, but a plan of nbrcoll's own
+ * must beat the baseline by 3 %; when the kept one is not the priced
+ * winner, a second trial (the winner, that one and the baseline) decides.
  * *trial is set when this call is one of them: time it and report it with
  * nbr_comm_trial_record, on every rank (the last report is collective).
  * Nonblocking calls meanwhile run the priced winner, untimed. No trial
@@ -36,7 +37,8 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
 /* The part before the allreduces, every rank for itself: the candidates
  * (the same on every rank; at most nbr_algorithm_count()), this rank's
  * price of each in parts (seconds INFINITY: it cannot plan it; the bytes
- * through its node's interfaces) and the index of the fallback (naive).
+ * through its node's interfaces) and the index of the fallback (the
+ * baseline, alg/select.h).
  * Collective only in gathering the candidates' set-up facts. Exposed for
  * tests: ranks may well prefer different algorithms. */
 int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,

@@ -68,8 +68,13 @@ TEST(Registry, EveryRowDescribesItself)
         if (a->size_plan) {
             EXPECT_TRUE(a->collectives & NBR_COLL_BIT(NBR_COLL_ALLGATHERV));
         }
+        if (a->library) { // the library moves naive's messages: same plan, same price
+            EXPECT_EQ(a->build, nbr_baseline_algorithm()->build);
+            EXPECT_EQ(a->cost, nbr_baseline_algorithm()->cost);
+            EXPECT_EQ(a->collectives, nbr_baseline_algorithm()->collectives);
+        }
     }
-    EXPECT_EQ(std::string(nbr_algorithm_names()), "auto,naive,leader,halving,combining");
+    EXPECT_EQ(std::string(nbr_algorithm_names()), "auto,naive,mpi,leader,halving,combining");
     const nbr_algorithm_t *found = nullptr;
     EXPECT_EQ(nbr_algorithm_lookup("test", "no-such", &found), NBR_ERR_ALGORITHM);
     EXPECT_EQ(found, nullptr);
@@ -237,12 +242,22 @@ TEST(Selection, CheapestWinsOnlyByTheMargin)
 TEST(Selection, CandidatesPlanTheCollective)
 {
     const nbr_algorithm_t *naive = nbr_algorithm_find("naive"), *halving = nbr_algorithm_find("halving"),
-                          *combining = nbr_algorithm_find("combining");
-    EXPECT_TRUE(nbr_select_eligible(naive, NBR_COLL_ALLTOALLV, 100000, 0));
-    EXPECT_TRUE(nbr_select_eligible(halving, NBR_COLL_ALLGATHER, 1024, 1024));
-    EXPECT_FALSE(nbr_select_eligible(halving, NBR_COLL_ALLGATHER, 1025, 1024)); // whole graph
-    EXPECT_FALSE(nbr_select_eligible(halving, NBR_COLL_ALLTOALLV, 16, 1024));   // naive's plan
-    EXPECT_FALSE(nbr_select_eligible(combining, NBR_COLL_ALLGATHERV, 16, 1024));
+                          *combining = nbr_algorithm_find("combining"), *mpi = nbr_algorithm_find("mpi");
+    ASSERT_NE(mpi, nullptr);
+    // the baseline: the library's own collective where it can run the
+    // calls, naive's plan (the same messages) elsewhere; never both
+    EXPECT_EQ(nbr_select_baseline(1), mpi);
+    EXPECT_EQ(nbr_select_baseline(0), naive);
+    EXPECT_TRUE(nbr_select_eligible(mpi, NBR_COLL_ALLTOALLV, 100000, 0, 1));
+    EXPECT_FALSE(nbr_select_eligible(naive, NBR_COLL_ALLTOALLV, 100000, 0, 1));
+    EXPECT_TRUE(nbr_select_eligible(naive, NBR_COLL_ALLTOALLV, 100000, 0, 0));
+    EXPECT_FALSE(nbr_select_eligible(mpi, NBR_COLL_ALLGATHER, 16, 1024, 0));
+    for (int library = 0; library < 2; library++) {
+        EXPECT_TRUE(nbr_select_eligible(halving, NBR_COLL_ALLGATHER, 1024, 1024, library));
+        EXPECT_FALSE(nbr_select_eligible(halving, NBR_COLL_ALLGATHER, 1025, 1024, library)); // whole graph
+        EXPECT_FALSE(nbr_select_eligible(halving, NBR_COLL_ALLTOALLV, 16, 1024, library));   // naive's plan
+        EXPECT_FALSE(nbr_select_eligible(combining, NBR_COLL_ALLGATHERV, 16, 1024, library));
+    }
     EXPECT_STRNE(nbr_algorithm_description("auto"), nullptr);
     const nbr_algorithm_t *found = naive;
     EXPECT_EQ(nbr_algorithm_lookup("test", "auto", &found), NBR_SUCCESS);

@@ -1,0 +1,142 @@
+/* The "mpi" algorithm: the MPI library's own neighborhood collective on
+ * the user's arguments, on nbrcoll's duplicate of the communicator (same
+ * topology, same neighbor order). Called through PMPI_, so that it stays
+ * the library's when nbrcoll takes over the MPI_ names of a program.
+ *
+ * Blocking calls run the library's blocking collective (its fastest form),
+ * nonblocking and persistent ones its nonblocking one, which MPI
+ * progresses by itself: MPI never matches one form with the other, and
+ * every rank makes the same kind of call. Before a blocking collective,
+ * nbrcoll's own requests in flight on the communicator are run to their
+ * end: inside the library this rank could not post their next phases,
+ * and a peer waiting for those would never reach the collective. Every
+ * rank started them before this call, and a blocking collective may wait
+ * for every rank anyway, so draining them first waits for nothing MPI
+ * would not. */
+#include "front/library.h"
+
+#include "base/log.h"
+
+#include <sched.h>
+
+/* nbrcoll takes a NULL buffer where it moves no bytes (request.c checked
+ * that) and NULL count and displacement arrays where a degree is 0; Open
+ * MPI 4.1 rejects either (MPI_ERR_BUFFER), so the library gets real ones. */
+static char no_bytes[1];
+static const int no_counts[1] = {0};
+
+void nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
+{
+    nbr_call_t *c = &req->call;
+    *c = *call;
+    c->sendbuf = c->sendbuf ? c->sendbuf : no_bytes;
+    c->recvbuf = c->recvbuf ? c->recvbuf : no_bytes;
+    c->sendcounts = c->sendcounts ? c->sendcounts : no_counts;
+    c->sdispls = c->sdispls ? c->sdispls : no_counts;
+    c->recvcounts = c->recvcounts ? c->recvcounts : no_counts;
+    c->rdispls = c->rdispls ? c->rdispls : no_counts;
+}
+
+static int post(nbr_request_t req)
+{
+    const nbr_call_t *c = &req->call;
+    MPI_Comm comm = req->comm->comm;
+    int mrc = MPI_SUCCESS;
+    switch (c->coll) {
+    case NBR_COLL_ALLGATHER:
+        mrc = PMPI_Ineighbor_allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                       c->recvcount, c->recvtype, comm, &req->library_request);
+        break;
+    case NBR_COLL_ALLGATHERV:
+        mrc = PMPI_Ineighbor_allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                        c->recvcounts, c->rdispls, c->recvtype, comm,
+                                        &req->library_request);
+        break;
+    default:
+        mrc = PMPI_Ineighbor_alltoallv(c->sendbuf, c->sendcounts, c->sdispls, c->sendtype,
+                                       c->recvbuf, c->recvcounts, c->rdispls, c->recvtype,
+                                       comm, &req->library_request);
+        break;
+    }
+    return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Ineighbor_*", mrc);
+}
+
+static int run_blocking(nbr_request_t req)
+{
+    const nbr_call_t *c = &req->call;
+    MPI_Comm comm = req->comm->comm;
+    int mrc = MPI_SUCCESS;
+    switch (c->coll) {
+    case NBR_COLL_ALLGATHER:
+        mrc = PMPI_Neighbor_allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                      c->recvcount, c->recvtype, comm);
+        break;
+    case NBR_COLL_ALLGATHERV:
+        mrc = PMPI_Neighbor_allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                       c->recvcounts, c->rdispls, c->recvtype, comm);
+        break;
+    default:
+        mrc = PMPI_Neighbor_alltoallv(c->sendbuf, c->sendcounts, c->sdispls, c->sendtype,
+                                      c->recvbuf, c->recvcounts, c->rdispls, c->recvtype,
+                                      comm);
+        break;
+    }
+    return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Neighbor_*", mrc);
+}
+
+int nbr_library_failed(const char *call, int mpi_code)
+{
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(mpi_code, &cls);
+    if (cls != MPI_ERR_TRUNCATE)
+        return nbr_mpi_failed(call, mpi_code);
+    NBR_ERROR("%s: a message was longer than its receive: send and receive signatures "
+              "differ", call);
+    return NBR_ERR_TYPE_MISMATCH;
+}
+
+int nbr_library_start(nbr_request_t req)
+{
+    req->library_request = MPI_REQUEST_NULL;
+    if (req->call.blocking)
+        return NBR_SUCCESS; /* nbr_library_wait runs it */
+    return post(req);
+}
+
+int nbr_library_test(nbr_request_t req, int *done)
+{
+    *done = 0;
+    if (req->call.blocking) { /* nothing to test: it runs in the wait */
+        *done = 1;
+        return nbr_library_wait(req);
+    }
+    nbr_exec_progress(&req->comm->exec);
+    int mrc = PMPI_Test(&req->library_request, done, MPI_STATUS_IGNORE);
+    if (mrc != MPI_SUCCESS) {
+        *done = 1;
+        return nbr_library_failed("MPI_Test", mrc);
+    }
+    return NBR_SUCCESS;
+}
+
+int nbr_library_wait(nbr_request_t req)
+{
+    nbr_exec_domain_t *domain = &req->comm->exec;
+    if (req->call.blocking) {
+        while (domain->in_flight)
+            if (!nbr_exec_progress(domain))
+                sched_yield(); /* ranks may share cores: let the peer run */
+        return run_blocking(req);
+    }
+    int done = 0, rc = NBR_SUCCESS;
+    while (domain->in_flight && !done && rc == NBR_SUCCESS) {
+        rc = nbr_library_test(req, &done);
+        if (!done && rc == NBR_SUCCESS)
+            sched_yield();
+    }
+    if (done || rc != NBR_SUCCESS)
+        return rc;
+    /* alone: MPI may block until it is done */
+    int mrc = PMPI_Wait(&req->library_request, MPI_STATUS_IGNORE);
+    return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Wait", mrc);
+}

@@ -1,0 +1,23 @@
+/* Requests the MPI library runs itself (the registry's library row, "mpi"):
+ * see library.c. */
+#ifndef NBR_LIBRARY_H
+#define NBR_LIBRARY_H
+
+#include "front/request.h"
+
+/* Keeps the call's arguments in req for the library's runs. */
+void nbr_library_keep(nbr_request_t req, const nbr_call_t *call);
+
+/* Starts req's run: a nonblocking or persistent call posts the library's
+ * nonblocking collective now; a blocking one runs in nbr_library_wait. */
+int nbr_library_start(nbr_request_t req);
+/* *done = 1 once the run ended; returns its status then. Moves nbrcoll's
+ * other requests on the communicator too. */
+int nbr_library_test(nbr_request_t req, int *done);
+int nbr_library_wait(nbr_request_t req);
+
+/* An MPI error of the library's collective as nbrcoll's status: a
+ * truncated receive is a signature mismatch, as in the other plans. */
+int nbr_library_failed(const char *call, int mpi_code);
+
+#endif
