@@ -15,10 +15,8 @@ OUT=""
 CONFIGS="cluster,node"
 PATTERNS="rsg:0.05,rsg:0.2,rsg:0.4,rsg:0.7,moore:2:1,moore:2:2,moore:3:1"
 MIN=16 MAX=16Mi SPLIT=64Ki MAXMEM=640Mi
-# warm-up: auto's first call of a size decides, its next ones are its
-# trials (up to 4 sides, then 2, x (1 + nbr_auto_trials 5), README): 37
-# rounds time auto's steady state
-ITERS_SMALL=200 ITERS_LARGE=7 WARMUP=37
+# warm-up: nbr_bench adds auto's trial calls itself (nbr_comm_trial_pending)
+ITERS_SMALL=200 ITERS_LARGE=7 WARMUP=5
 ALGS=mpi,naive,halving,combining,leader,auto
 CLUSTER_MACHINE=topo/emulated-4x4-1gbit.machine
 NODE_MACHINE=default

@@ -26,9 +26,11 @@
  *                                               auto prices halving and
  *                                               combining up to this many
  *                                               ranks (1024)
- *   nbr_auto_trials      / NBR_AUTO_TRIALS      blocking calls auto times
- *                                               on each side of its trial
- *                                               (5; 0: price only)
+ *   nbr_auto_trials      / NBR_AUTO_TRIALS      the fewest blocking calls
+ *                                               auto times on each side of
+ *                                               its trial (5; cheap calls
+ *                                               get up to 25; 0: price
+ *                                               only)
  *   nbr_ranks_per_node   / NBR_RANKS_PER_NODE   split the job into virtual
  *                                               nodes of this many ranks
  *   nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET virtual CPU sockets inside
@@ -177,6 +179,13 @@ NBR_API const char *nbr_algorithm_description(const char *name);
  * needed): the one configured, or with auto the one it chose for the latest
  * call ("auto" before any). */
 NBR_API int nbr_comm_algorithm(MPI_Comm comm, const char **name);
+
+/* *pending = 1 while auto's trial of some call signature on comm is under
+ * way, i.e. its next blocking calls of that signature are timed against
+ * other plans (README, "How auto decides"); 0 once every trial is over.
+ * The same on every rank after the same calls, so a benchmark can warm up
+ * until it reads 0 and then time auto's settled choice. */
+NBR_API int nbr_comm_trial_pending(MPI_Comm comm, int *pending);
 
 /* --------------------------------------------------------- blocking */
 

@@ -227,9 +227,9 @@ const char *nbr_algorithm_description(const char *name)
 {
     if (name && strcmp(name, NBR_AUTO_NAME) == 0)
         return "the default: for each call signature every candidate's plan is priced on the "
-               "machine model (nbr_machine) and the cheapest is taken, naive unless another "
-               "wins by 10 %; the next blocking calls then time it against its rivals and "
-               "keep the fastest (nbr_auto_trials)";
+               "machine model (nbr_machine) and the cheapest is taken, MPI's own collective "
+               "unless another wins by 10 %; the next blocking calls then time it against its "
+               "rivals and keep the fastest (nbr_auto_trials)";
     const nbr_algorithm_t *algorithm = nbr_algorithm_find(name);
     return algorithm ? algorithm->description : NULL;
 }

@@ -19,11 +19,15 @@
 /* nbr_auto_whole_graph_ranks when not configured. */
 #define NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT 1024
 
-/* nbr_auto_trials when not configured: blocking calls timed on each side
- * of auto's trial (front/select.h); with 3, halving's spread of call
- * times left near-ties to noise on this 2-core machine. */
+/* nbr_auto_trials when not configured: the fewest blocking calls timed on
+ * each side of auto's trial (front/select.h); with 3, halving's spread of
+ * call times left near-ties to noise on this 2-core machine. Cheap calls
+ * get more, as many as fit in NBR_TRIAL_SIDE_SECONDS per side, up to
+ * NBR_AUTO_TRIALS_MAX: the shorter a call, the larger the share of the
+ * machine's jitter in its time, and the less a trial call costs. */
 #define NBR_AUTO_TRIALS_DEFAULT 5
-#define NBR_AUTO_TRIALS_MAX 9
+#define NBR_AUTO_TRIALS_MAX 25
+#define NBR_TRIAL_SIDE_SECONDS 0.002
 
 /* auto's fallback, the plan MPI itself runs: where the MPI library can run
  * the calls (library_usable: the communicator's buffers are host memory on

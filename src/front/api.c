@@ -2,6 +2,7 @@
  * state (comm.c) and requests (request.c) do the work. */
 #include "front/comm.h"
 #include "front/discover.h"
+#include "front/library.h"
 #include "alg/select.h"
 #include "base/engine.h"
 #include "base/log.h"
@@ -191,6 +192,26 @@ int nbr_comm_algorithm(MPI_Comm comm, const char **name)
     return rc;
 }
 
+/* Whether auto has a trial under way on state (the same on every rank). */
+static int trial_under_way(const nbr_comm_t *state)
+{
+    for (int i = 0; i < NBR_DECISIONS; i++)
+        if (state->decisions[i].valid && state->decisions[i].num_sides > 0)
+            return 1;
+    return 0;
+}
+
+int nbr_comm_trial_pending(MPI_Comm comm, int *pending)
+{
+    nbr_comm_t *state = NULL;
+    if (!pending)
+        return NBR_ERR_ARG;
+    int rc = nbr_comm_get(comm, MPI_INFO_NULL, &state);
+    if (rc == NBR_SUCCESS)
+        *pending = trial_under_way(state);
+    return rc;
+}
+
 int nbr_comm_locality(MPI_Comm comm, int *num_nodes, int *my_node, int *my_socket)
 {
     nbr_comm_t *state = NULL;
@@ -270,23 +291,32 @@ static int run_blocking(const nbr_call_t *call)
     nbr_call_t blocking = *call;
     blocking.blocking = 1;
     nbr_request_t request = NBR_REQUEST_NULL;
-    int rc = nbr_request_create(&blocking, MPI_INFO_NULL, 0, &request);
+    nbr_comm_t *state = NULL;
+    int rc = nbr_comm_get(call->comm, MPI_INFO_NULL, &state);
     if (rc != NBR_SUCCESS)
         return rc;
-    /* one of auto's timed calls: it starts together on every rank, so that
-     * its time is the collective's and not the skew the program brought in
-     * (nbrcoll's own communicator: the program's traffic is not touched),
-     * and is reported however it ends, since the last report is collective */
-    nbr_comm_t *state = request->comm;
-    nbr_decision_t *trial = request->trial;
-    if (trial) {
+    /* While auto has a trial under way this call may be one of its timed
+     * ones: then it starts together on every rank (a barrier on nbrcoll's
+     * own communicator, which the program's traffic does not touch), so
+     * that its time is the collective's and not the skew the program
+     * brought in, and the clock includes the request's set-up, a part of
+     * every call that costs plans of more phases more. Every rank sees the
+     * same trials, so every rank takes the barrier or none does. */
+    int timed = trial_under_way(state);
+    if (!timed && nbr_library_shortcut(&blocking, &rc))
+        return rc;
+    if (timed) {
         int mrc = MPI_Barrier(state->comm);
-        if (mrc != MPI_SUCCESS) {
-            nbr_request_free(&request);
+        if (mrc != MPI_SUCCESS)
             return nbr_mpi_failed("MPI_Barrier", mrc);
-        }
     }
     double start = MPI_Wtime();
+    rc = nbr_request_create(&blocking, MPI_INFO_NULL, 0, &request);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    /* a timed call is reported however it ends: the last report is
+     * collective */
+    nbr_decision_t *trial = request->trial;
     rc = start_fresh(&request);
     if (rc == NBR_SUCCESS)
         rc = nbr_wait(&request); /* retires the request */

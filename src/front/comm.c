@@ -90,6 +90,7 @@ void nbr_comm_release(nbr_comm_t *state)
     free(state->patterns);
     for (int c = 0; c < NBR_PLAN_CACHE; c++)
         nbr_shared_plan_release(state->cache[c]);
+    nbr_shared_plan_release(state->library_plan);
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && state->comm != MPI_COMM_NULL)

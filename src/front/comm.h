@@ -41,6 +41,7 @@ typedef struct nbr_decision {
     int num_sides;
     const nbr_algorithm_t *sides[NBR_TRIAL_SIDES];
     int trial_calls; /* timed calls so far */
+    int calls;       /* counted calls per side, set after the first counted round */
     int retried;     /* a second trial: the winner, the first's, the baseline */
     double seconds[NBR_TRIAL_SIDES][NBR_AUTO_TRIALS_MAX]; /* this rank's runs */
 } nbr_decision_t;
@@ -58,6 +59,9 @@ typedef struct nbr_comm {
     nbr_config_t config; /* with the communicator's algorithm (NULL: auto) */
     nbr_locality_t locality;
     nbr_exec_domain_t exec; /* how its requests run: MPI or device executor */
+    /* the plan of the last blocking allgather the library ran (counted
+     * for it), for front/library.c's shortcut; referenced */
+    nbr_shared_plan_t *library_plan;
     /* plans built lately, least recently used replaced: a program's
      * signatures and auto's trial, which runs its sides in turns */
     nbr_shared_plan_t *cache[NBR_PLAN_CACHE];

@@ -438,6 +438,11 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
     req->library = algorithm->library && nbr_comm_library_usable(state);
     if (req->library) {
         nbr_library_keep(req, call);
+        if (call->blocking && call->coll == NBR_COLL_ALLGATHER && !req->trial) {
+            req->plan->refs++; /* the next such call may take the shortcut */
+            nbr_shared_plan_release(state->library_plan);
+            state->library_plan = req->plan;
+        }
         return NBR_SUCCESS;
     }
     rc = bind(req, state, tag_base, persistent);

@@ -23,7 +23,7 @@ static size_t signature(const nbr_layout_t *layout)
     return layout->coll == NBR_COLL_ALLGATHER ? layout->send[0].bytes : 0;
 }
 
-static nbr_decision_t *find_decision(nbr_comm_t *state, const nbr_layout_t *layout)
+nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, const nbr_layout_t *layout)
 {
     for (int i = 0; i < NBR_DECISIONS; i++) {
         nbr_decision_t *d = &state->decisions[i];
@@ -226,7 +226,7 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_bu
                     int persistent, int blocking, const nbr_algorithm_t **chosen,
                     nbr_decision_t **trial)
 {
-    nbr_decision_t *known = persistent ? NULL : find_decision(state, layout);
+    nbr_decision_t *known = persistent ? NULL : nbr_comm_decision(state, layout);
     *trial = NULL;
     if (known) {
         known->last_use = ++state->decision_clock;
@@ -289,11 +289,29 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
     /* the sides run in turns, so that a disturbance of the machine falls
      * on all of them alike; the first round is not counted (it pays for
      * each plan's first run) */
-    int calls = state->config.auto_trials, sides = trial->num_sides;
+    int sides = trial->num_sides;
     int side = trial->trial_calls % sides, round = trial->trial_calls / sides;
     if (round > 0)
         trial->seconds[side][round - 1] = seconds;
-    if (++trial->trial_calls < sides * (calls + 1))
+    ++trial->trial_calls;
+    if (trial->trial_calls == sides) {
+        trial->calls = state->config.auto_trials;
+    } else if (trial->trial_calls == 2 * sides) {
+        /* after the first counted round: as many calls as fit in the time
+         * a side may take, from its slowest call on its slowest rank (one
+         * allreduce, so that every rank runs as many) */
+        double mine = 0, slowest = 0;
+        for (int t = 0; t < sides; t++)
+            mine = fmax(mine, trial->seconds[t][0]);
+        int mrc = MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, state->comm);
+        if (mrc != MPI_SUCCESS)
+            return nbr_mpi_failed("MPI_Allreduce", mrc);
+        double fit = slowest > 0 ? floor(NBR_TRIAL_SIDE_SECONDS / slowest) : 0;
+        if (fit > trial->calls)
+            trial->calls = fit < NBR_AUTO_TRIALS_MAX ? (int)fit : NBR_AUTO_TRIALS_MAX;
+    }
+    int calls = trial->calls;
+    if (trial->trial_calls < sides * (calls + 1))
         return NBR_SUCCESS;
     /* each call's time is its slowest rank's (the calls started together,
      * so the max over ranks of each call is what the job waited); a side's

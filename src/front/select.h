@@ -16,9 +16,10 @@
  * The trial: a price is an estimate, so a kept decision is checked on the
  * next blocking calls of its signature: the priced winner and its rivals
  * (the baseline when another plan won; the other plans priced within 2x
- * of the winner) run in turns, 1 + nbr_auto_trials rounds, each call timed
- * by the caller, the first round not counted (it pays for each plan's
- * first run); the side whose median call (each call's time: its slowest
+ * of the winner) run in turns, each call timed by the caller, the first
+ * round not counted (it pays for each plan's first run), then
+ * nbr_auto_trials counted rounds, or more for cheap calls (as many as fit
+ * in 2 ms per side, at most 25, alg/select.h); the side whose median call (each call's time: its slowest
  * rank's) was fastest is kept from then on, but a plan of nbrcoll's own
  * must beat the baseline by 3 %; when the kept one is not the priced
  * winner, a second trial (the winner, that one and the baseline) decides.
@@ -29,6 +30,9 @@
 int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
                     int persistent, int blocking, const nbr_algorithm_t **chosen,
                     nbr_decision_t **trial);
+
+/* The decision kept for layout's signature, or NULL (no communication). */
+nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, const nbr_layout_t *layout);
 
 /* A timed trial call: seconds from start to completion (INFINITY when it
  * failed on this rank); the trial's last one agrees on the outcome. */

@@ -317,6 +317,10 @@ TEST_F(HostAlgorithms, AutoTrialRunsEverySideThenAgrees)
         ASSERT_EQ(nbr_comm_get(c.comm, MPI_INFO_NULL, &state), NBR_SUCCESS);
         const nbr_decision_t *d = allgather_decision(state, n * sizeof(int));
         ASSERT_NE(d, nullptr);
+        int pending = -1;
+        EXPECT_EQ(nbr_comm_trial_pending(c.comm, nullptr), NBR_ERR_ARG);
+        EXPECT_EQ(nbr_comm_trial_pending(c.comm, &pending), NBR_SUCCESS);
+        EXPECT_EQ(pending, trials > 0 ? 1 : 0) << "a trial follows the deciding call";
         if (trials == 0) {
             EXPECT_EQ(d->num_sides, 0);
             for (int k = 1; k < 6; k++)
@@ -326,7 +330,8 @@ TEST_F(HostAlgorithms, AutoTrialRunsEverySideThenAgrees)
         ASSERT_GE(d->num_sides, 2) << "Moore d2 r2 on virtual nodes has rivals to try";
         // a first trial, and a second (the winner, the first's and the
         // baseline) when the first overturned the price; sides in turns
-        const int per_side = trials + 1; // the first round is not counted
+        // the first round is not counted; cheap calls get more rounds
+        const int least = trials + 1, most = NBR_AUTO_TRIALS_MAX + 1;
         std::vector<std::string> names;
         int k = 1, rounds = 0;
         for (; d->num_sides > 0 && rounds < 3; rounds++) {
@@ -339,13 +344,18 @@ TEST_F(HostAlgorithms, AutoTrialRunsEverySideThenAgrees)
                 EXPECT_LE(now.size(), 3u) << "and the baseline";
             }
             names.insert(names.end(), now.begin(), now.end());
-            const int sides = (int)now.size();
-            for (int j = 0; j < sides * per_side; j++) {
+            const int sides = (int)now.size(), retried = d->retried;
+            int j = 0;
+            for (; d->num_sides > 0 && d->retried == retried && j <= sides * most; j++) {
                 EXPECT_EQ(call(k++, true), now[j % sides]) << "round " << rounds << ", call " << j;
                 if (rounds == 0 && j == 0) {
                     EXPECT_EQ(call(100, false), winner) << "a nonblocking call runs the winner";
                 }
             }
+            EXPECT_EQ(j % sides, 0) << "whole rounds";
+            EXPECT_GE(j, sides * least) << "at least nbr_auto_trials counted rounds";
+            EXPECT_LE(j, sides * most) << "at most " << NBR_AUTO_TRIALS_MAX;
+            EXPECT_EQ(j, sides * (d->calls + 1)) << "as many as the decision says";
         }
         EXPECT_GE(rounds, 1);
         EXPECT_LE(rounds, 2);
@@ -353,6 +363,8 @@ TEST_F(HostAlgorithms, AutoTrialRunsEverySideThenAgrees)
         EXPECT_NE(std::find(names.begin(), names.end(), kept), names.end()) << kept;
         EXPECT_EQ(call(k++, true), kept);
         EXPECT_EQ(d->num_sides, 0) << "the trial is over";
+        EXPECT_EQ(nbr_comm_trial_pending(c.comm, &pending), NBR_SUCCESS);
+        EXPECT_EQ(pending, 0) << "the trial is over";
         int mine = (int)(std::find(names.begin(), names.end(), kept) - names.begin());
         int low = 0, high = 0;
         MPI_Allreduce(&mine, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -381,12 +393,16 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
                           *mpi = nbr_select_baseline(nbr_comm_library_usable(state));
     // the library without the device layer, naive with it (NBR_DEVICE=emulate)
     EXPECT_STREQ(mpi->name, nbr_comm_library_usable(state) ? "mpi" : "naive");
-    // runs one trial over sides with these times (us) per side
+    // runs one trial over sides with these times (us) per side; returns
+    // the counted calls per side
     auto run = [&](nbr_decision_t *d, std::vector<double> us) {
-        ASSERT_EQ((size_t)d->num_sides, us.size());
-        const int sides = d->num_sides, calls = sides * (1 + 3);
-        for (int k = 0; k < calls; k++)
-            ASSERT_EQ(nbr_comm_trial_record(state, d, us[k % sides] * 1e-6), NBR_SUCCESS);
+        EXPECT_EQ((size_t)d->num_sides, us.size());
+        const int sides = d->num_sides, retried = d->retried;
+        int k = 0;
+        for (; d->num_sides == sides && d->retried == retried && k < 1000; k++)
+            EXPECT_EQ(nbr_comm_trial_record(state, d, us[k % sides] * 1e-6), NBR_SUCCESS);
+        EXPECT_EQ(k % sides, 0);
+        return k / sides - 1;
     };
     auto fresh = [&]() {
         nbr_decision_t d{};
@@ -400,7 +416,9 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
         return d;
     };
     nbr_decision_t d = fresh();
-    run(&d, {100, 104, 200});
+    // as many calls as fit in 2 ms per side by the slowest side's call,
+    // at least nbr_auto_trials (3 here), at most NBR_AUTO_TRIALS_MAX
+    EXPECT_EQ(run(&d, {100, 104, 190}), 10);
     EXPECT_EQ(d.num_sides, 0) << "the priced winner was fastest by 4 %: no second trial";
     EXPECT_EQ(d.algorithm, halving);
 
@@ -409,17 +427,17 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
     ASSERT_EQ(d.num_sides, 2) << "mpi kept over combining, so a second trial against halving";
     EXPECT_EQ(d.sides[0], halving);
     EXPECT_EQ(d.sides[1], mpi);
-    run(&d, {100, 99});
+    EXPECT_EQ(run(&d, {95, 94}), 21);
     EXPECT_EQ(d.num_sides, 0);
     EXPECT_EQ(d.algorithm, mpi) << "halving 1 % slower than mpi in both trials";
 
     d = fresh();
-    run(&d, {100, 100, 90}); // combining 10 % faster
+    EXPECT_EQ(run(&d, {1000, 1000, 900}), 3); // combining 10 % faster; dear calls: 3
     ASSERT_EQ(d.num_sides, 3) << "the winner, the first trial's and the baseline";
     EXPECT_EQ(d.sides[0], halving);
     EXPECT_EQ(d.sides[1], combining);
     EXPECT_EQ(d.sides[2], mpi);
-    run(&d, {100, 96, 98}); // combining 2 % faster than mpi now: the baseline stays
+    EXPECT_EQ(run(&d, {10, 9.6, 9.8}), NBR_AUTO_TRIALS_MAX); // 2 % faster: the baseline stays
     EXPECT_EQ(d.num_sides, 0);
     EXPECT_EQ(d.algorithm, mpi);
 }
@@ -509,6 +527,25 @@ TEST_F(HostAlgorithms, LibraryCallKeepsOtherRequestsMoving)
     MPI_Neighbor_allgather(relay_send.data(), n, MPI_INT, relay_want.data(), n, MPI_INT, c.comm);
     EXPECT_EQ(got, want) << "library call on rank " << me;
     EXPECT_EQ(relay_got, relay_want) << "relay plan on rank " << me;
+    // calls like the last one take the shortcut past the request: still
+    // exact, still counted (naive's plan: one message per edge off-rank)
+    nbr_counters_t before{}, after{};
+    for (int k = 3; k < 6; k++) {
+        nbrtest::fill_ints(send, me, k);
+        std::fill(got.begin(), got.end(), -1);
+        EXPECT_EQ(nbr_get_counters(c.comm, &before), NBR_SUCCESS);
+        EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
+                  NBR_SUCCESS);
+        EXPECT_EQ(nbr_get_counters(c.comm, &after), NBR_SUCCESS);
+        MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
+        EXPECT_EQ(got, want) << "call " << k << " on rank " << me;
+        EXPECT_EQ(after.calls - before.calls, 1u) << "call " << k;
+        // the complete graph: as many sends as in-neighbors
+        EXPECT_EQ(after.msgs_intra_node + after.msgs_inter_node - before.msgs_intra_node -
+                      before.msgs_inter_node,
+                  (uint64_t)indeg)
+            << "call " << k << " on rank " << me;
+    }
 }
 
 }  // namespace
