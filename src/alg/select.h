@@ -27,7 +27,7 @@
  * machine's jitter in its time, and the less a trial call costs. */
 #define NBR_AUTO_TRIALS_DEFAULT 5
 #define NBR_AUTO_TRIALS_MAX 25
-#define NBR_TRIAL_SIDE_SECONDS 0.002
+#define NBR_TRIAL_SIDE_SECONDS 0.01
 
 /* auto's fallback, the plan MPI itself runs: where the MPI library can run
  * the calls (library_usable: the communicator's buffers are host memory on

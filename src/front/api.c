@@ -195,10 +195,7 @@ int nbr_comm_algorithm(MPI_Comm comm, const char **name)
 /* Whether auto has a trial under way on state (the same on every rank). */
 static int trial_under_way(const nbr_comm_t *state)
 {
-    for (int i = 0; i < NBR_DECISIONS; i++)
-        if (state->decisions[i].valid && state->decisions[i].num_sides > 0)
-            return 1;
-    return 0;
+    return state->trials > 0;
 }
 
 int nbr_comm_trial_pending(MPI_Comm comm, int *pending)
@@ -303,7 +300,7 @@ static int run_blocking(const nbr_call_t *call)
      * every call that costs plans of more phases more. Every rank sees the
      * same trials, so every rank takes the barrier or none does. */
     int timed = trial_under_way(state);
-    if (!timed && nbr_library_shortcut(&blocking, &rc))
+    if (!timed && nbr_library_shortcut(state, &blocking, &rc))
         return rc;
     if (timed) {
         int mrc = MPI_Barrier(state->comm);

@@ -83,6 +83,7 @@ typedef struct nbr_comm {
     /* auto: what it decided, per signature (least recently used replaced) */
     nbr_decision_t decisions[NBR_DECISIONS];
     unsigned long long decision_clock;
+    int trials; /* decisions whose trial is under way (num_sides > 0) */
     const nbr_algorithm_t *last_algorithm; /* of the latest call; NULL: none yet */
     /* A finished non-persistent request kept for the next call, so that a
      * blocking call allocates nothing in the steady state. Holds no

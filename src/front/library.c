@@ -147,14 +147,12 @@ int nbr_library_wait(nbr_request_t req)
  * looked up) measured as 2-3 % of a call on one node of 8 ranks. A call
  * like the last one the library ran (same block bytes, the same algorithm
  * for them, nothing of nbrcoll's in flight) needs none of it. */
-int nbr_library_shortcut(const nbr_call_t *call, int *rc)
+int nbr_library_shortcut(nbr_comm_t *state, const nbr_call_t *call, int *rc)
 {
-    nbr_comm_t *state = NULL;
     int send_size = 0, recv_size = 0;
     if (call->coll != NBR_COLL_ALLGATHER || !call->sendbuf || !call->recvbuf ||
         call->sendcount < 0 || call->recvcount < 0 || call->sendtype == MPI_DATATYPE_NULL ||
-        call->recvtype == MPI_DATATYPE_NULL ||
-        nbr_comm_get(call->comm, MPI_INFO_NULL, &state) != NBR_SUCCESS)
+        call->recvtype == MPI_DATATYPE_NULL)
         return 0; /* the long way checks and reports */
     nbr_shared_plan_t *plan = state->library_plan;
     if (!plan || state->exec.in_flight || !nbr_comm_library_usable(state) ||

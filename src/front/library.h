@@ -17,9 +17,10 @@ int nbr_library_test(nbr_request_t req, int *done);
 int nbr_library_wait(nbr_request_t req);
 
 /* A blocking allgather like the last one the library ran on its
- * communicator: run by the library straight away (*rc its status),
- * returning 1; 0: take the long way (nbr_request_create). */
-int nbr_library_shortcut(const nbr_call_t *call, int *rc);
+ * communicator (state, call->comm's): run by the library straight away
+ * (*rc its status), returning 1; 0: take the long way
+ * (nbr_request_create). */
+int nbr_library_shortcut(nbr_comm_t *state, const nbr_call_t *call, int *rc);
 
 /* An MPI error of the library's collective as nbrcoll's status: a
  * truncated receive is a signature mismatch, as in the other plans. */

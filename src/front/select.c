@@ -89,9 +89,13 @@ static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout, const d
         if (!d->valid)
             break;
     }
+    if (slot->valid && slot->num_sides > 0)
+        state->trials--; /* replaced while on trial */
     *slot = (nbr_decision_t){.valid = 1, .coll = layout->coll, .block_bytes = signature(layout),
                              .algorithm = candidates[best], .last_use = ++state->decision_clock};
     trial_sides(state, job, candidates, n, best, fallback, slot);
+    if (slot->num_sides > 0)
+        state->trials++;
 }
 
 /* This rank's price of algorithm's plan for layout in parts (seconds
@@ -362,5 +366,6 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
     }
     trial->algorithm = trial->sides[keep];
     trial->num_sides = 0;
+    state->trials--;
     return NBR_SUCCESS;
 }

@@ -19,9 +19,9 @@
  * of the winner) run in turns, each call timed by the caller, the first
  * round not counted (it pays for each plan's first run), then
  * nbr_auto_trials counted rounds, or more for cheap calls (as many as fit
- * in 2 ms per side, at most 25, alg/select.h); the side whose median call (each call's time: its slowest
- * rank's) was fastest is kept from then on, but a plan of nbrcoll's own
- * must beat the baseline by 3 %; when the kept one is not the priced
+ * in 10 ms per side, at most 25, alg/select.h); the side whose median
+ * call (each call's time: its slowest rank's) was fastest is kept from
+ * then on, but a plan of nbrcoll's own must beat the baseline by 3 %; when the kept one is not the priced
  * winner, a second trial (the winner, that one and the baseline) decides.
  * *trial is set when this call is one of them: time it and report it with
  * nbr_comm_trial_record, on every rank (the last report is collective).

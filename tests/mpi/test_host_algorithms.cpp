@@ -413,26 +413,27 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
         d.sides[0] = halving;
         d.sides[1] = mpi;
         d.sides[2] = combining;
+        state->trials++; // as keeping a decision on trial does
         return d;
     };
     nbr_decision_t d = fresh();
-    // as many calls as fit in 2 ms per side by the slowest side's call,
+    // as many calls as fit in 10 ms per side by the slowest side's call,
     // at least nbr_auto_trials (3 here), at most NBR_AUTO_TRIALS_MAX
-    EXPECT_EQ(run(&d, {100, 104, 190}), 10);
+    EXPECT_EQ(run(&d, {1000, 1040, 1900}), 5);
     EXPECT_EQ(d.num_sides, 0) << "the priced winner was fastest by 4 %: no second trial";
     EXPECT_EQ(d.algorithm, halving);
 
     d = fresh();
-    run(&d, {100, 101, 98}); // 1-3 % faster than mpi: near-ties
+    run(&d, {1000, 1010, 980}); // 1-3 % faster than mpi: near-ties
     ASSERT_EQ(d.num_sides, 2) << "mpi kept over combining, so a second trial against halving";
     EXPECT_EQ(d.sides[0], halving);
     EXPECT_EQ(d.sides[1], mpi);
-    EXPECT_EQ(run(&d, {95, 94}), 21);
+    EXPECT_EQ(run(&d, {950, 940}), 10);
     EXPECT_EQ(d.num_sides, 0);
     EXPECT_EQ(d.algorithm, mpi) << "halving 1 % slower than mpi in both trials";
 
     d = fresh();
-    EXPECT_EQ(run(&d, {1000, 1000, 900}), 3); // combining 10 % faster; dear calls: 3
+    EXPECT_EQ(run(&d, {5000, 5000, 4500}), 3); // combining 10 % faster; dear calls: 3
     ASSERT_EQ(d.num_sides, 3) << "the winner, the first trial's and the baseline";
     EXPECT_EQ(d.sides[0], halving);
     EXPECT_EQ(d.sides[1], combining);
@@ -440,6 +441,7 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
     EXPECT_EQ(run(&d, {10, 9.6, 9.8}), NBR_AUTO_TRIALS_MAX); // 2 % faster: the baseline stays
     EXPECT_EQ(d.num_sides, 0);
     EXPECT_EQ(d.algorithm, mpi);
+    EXPECT_EQ(state->trials, 0) << "every trial counted out as it ended";
 }
 
 // No trial where the winner is priced above 10 ms a call: on the emulated
