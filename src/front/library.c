@@ -26,7 +26,23 @@
 static char no_bytes[1];
 static const int no_counts[1] = {0};
 
-void nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
+/* A persistent request calls the library at every start with the types
+ * of its _init, and MPI lets the user free theirs meanwhile: the request
+ * keeps its own duplicate of a derived one. */
+static int keep_type(MPI_Datatype *type, int *owned)
+{
+    int ints = 0, addresses = 0, types = 0, combiner = MPI_COMBINER_NAMED;
+    int mrc = MPI_Type_get_envelope(*type, &ints, &addresses, &types, &combiner);
+    if (mrc == MPI_SUCCESS && combiner != MPI_COMBINER_NAMED) {
+        MPI_Datatype user = *type;
+        if ((mrc = MPI_Type_dup(user, type)) != MPI_SUCCESS)
+            *type = user;
+        *owned = mrc == MPI_SUCCESS;
+    }
+    return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_mpi_failed("MPI_Type_dup", mrc);
+}
+
+int nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
 {
     nbr_call_t *c = &req->call;
     *c = *call;
@@ -36,6 +52,20 @@ void nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
     c->sdispls = c->sdispls ? c->sdispls : no_counts;
     c->recvcounts = c->recvcounts ? c->recvcounts : no_counts;
     c->rdispls = c->rdispls ? c->rdispls : no_counts;
+    req->library_send_type_owned = req->library_recv_type_owned = 0;
+    if (!req->persistent)
+        return NBR_SUCCESS;
+    int rc = keep_type(&c->sendtype, &req->library_send_type_owned);
+    return rc == NBR_SUCCESS ? keep_type(&c->recvtype, &req->library_recv_type_owned) : rc;
+}
+
+void nbr_library_release(nbr_request_t req)
+{
+    if (req->library_send_type_owned)
+        MPI_Type_free(&req->call.sendtype);
+    if (req->library_recv_type_owned)
+        MPI_Type_free(&req->call.recvtype);
+    req->library_send_type_owned = req->library_recv_type_owned = 0;
 }
 
 static int post(nbr_request_t req)

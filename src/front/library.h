@@ -5,8 +5,11 @@
 
 #include "front/request.h"
 
-/* Keeps the call's arguments in req for the library's runs. */
-void nbr_library_keep(nbr_request_t req, const nbr_call_t *call);
+/* Keeps the call's arguments in req for the library's runs (for a
+ * persistent request, its own duplicates of derived datatypes);
+ * nbr_library_release lets go of them. */
+int nbr_library_keep(nbr_request_t req, const nbr_call_t *call);
+void nbr_library_release(nbr_request_t req);
 
 /* Starts req's run: a nonblocking or persistent call posts the library's
  * nonblocking collective now; a blocking one runs in nbr_library_wait. */

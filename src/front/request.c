@@ -218,6 +218,7 @@ static void request_reset(nbr_request_t req)
     req->sizes_differ = 0;
     nbr_shared_plan_release(req->plan);
     req->plan = NULL;
+    nbr_library_release(req);
     req->library = 0;
 }
 
@@ -437,7 +438,7 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
      * says what it moves (counters) */
     req->library = algorithm->library && nbr_comm_library_usable(state);
     if (req->library) {
-        nbr_library_keep(req, call);
+        NBR_CHECK(nbr_library_keep(req, call));
         if (call->blocking && call->coll == NBR_COLL_ALLGATHER && !req->trial) {
             req->plan->refs++; /* the next such call may take the shortcut */
             nbr_shared_plan_release(state->library_plan);

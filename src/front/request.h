@@ -56,6 +56,7 @@ struct nbr_request {
      * arguments, kept for it, and its MPI request once posted. */
     int library;
     nbr_call_t call;
+    int library_send_type_owned, library_recv_type_owned; /* call's types are duplicates */
     MPI_Request library_request;
 };
 
