@@ -403,8 +403,6 @@ static int describe_call(const nbr_call_t *call, nbr_comm_t *state, nbr_request_
     NBR_CHECK(describe_type(call->sendtype, &req->send));
     NBR_CHECK(describe_type(call->recvtype, &req->recv));
     NBR_CHECK(build_layout(call, state, req, &req->layout));
-    NBR_CHECK(stage(&req->send));
-    NBR_CHECK(stage(&req->recv));
 out:
     return rc;
 }
@@ -446,6 +444,10 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         }
         return NBR_SUCCESS;
     }
+    /* plans move bytes: staged buffers get their area (and their own
+     * type) now that a plan, not the library, will run the call */
+    NBR_CHECK(stage(&req->send));
+    NBR_CHECK(stage(&req->recv));
     rc = bind(req, state, tag_base, persistent);
     if (rc != NBR_SUCCESS) {
         nbr_shared_plan_release(req->plan);
