@@ -323,7 +323,12 @@ int main(int argc, char **argv)
     if (csv)
         fprintf(csv, "pattern,ranks,ranks_per_node,node_model,machine,collective,memory,bytes,"
                      "algorithm,seconds,mean_seconds,speedup_vs_naive,max_rank_net_messages,"
-                     "net_bytes,floor_bytes,setup_seconds,estimate_seconds,runs\n");
+                     "net_bytes,floor_bytes,setup_seconds,estimate_seconds,runs");
+    for (int k = 0; csv && k < NBR_NUM_PATHS; k++)
+        fprintf(csv, ",%s_messages,%s_bytes", nbr_path_name((nbr_path_t)k),
+                nbr_path_name((nbr_path_t)k));
+    if (csv)
+        fputc('\n', csv);
 
     /* each algorithm's patterns once: they do not depend on the size */
     nbr_job_t jobs[MAX_ALGORITHMS];
@@ -398,13 +403,18 @@ int main(int argc, char **argv)
                    w->setup, w->estimate * 1e6, w->algorithm->name);
             if (csv)
                 fprintf(csv, "\"%s\",%d,%d,%s,%s,%s,%s,%llu,%s,%.9g,%.9g,%.4f,%llu,%.0f,%.0f,"
-                             "%.4f,%.9g,%s\n",
+                             "%.4f,%.9g,%s",
                         pattern, o.ranks, o.ranks_per_node,
                         o.node_model ? loc.model.name : "flat", machine.name,
                         nbr_collective_name(coll), o.device ? "device" : "host",
                         (unsigned long long)bytes, name, w->seconds, w->result.mean_seconds,
                         speedup, (unsigned long long)w->net_messages, w->net_bytes, floor,
                         w->setup, w->estimate, w->algorithm->name);
+            for (int k = 0; csv && k < NBR_NUM_PATHS; k++)
+                fprintf(csv, ",%llu,%llu", (unsigned long long)w->result.messages[k],
+                        (unsigned long long)w->result.bytes[k]);
+            if (csv)
+                fputc('\n', csv);
         }
     }
     for (int a = 0; a < o.num_algorithms; a++)
