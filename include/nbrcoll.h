@@ -1,10 +1,18 @@
 /*
  * nbrcoll: fast MPI neighborhood collectives for GPU clusters.
  *
- * Every call takes the user's distributed-graph communicator (one made by
- * MPI_Dist_graph_create(_adjacent) or by the nbr_ constructors below) and
- * behaves like its MPI namesake: same arguments, same result in recvbuf.
- * Porting an application is a rename from MPI_Neighbor_* to nbr_neighbor_*.
+ * Every call takes the user's communicator with a process topology (a
+ * distributed graph from MPI_Dist_graph_create(_adjacent) or the nbr_
+ * constructors below, a cartesian one from MPI_Cart_create, or a graph from
+ * MPI_Graph_create) and behaves like its MPI namesake: same arguments, same
+ * neighbor order, same result in recvbuf. On a cartesian communicator the
+ * neighbors are, per dimension, the one in the negative direction, then
+ * the positive one (2 * ndims blocks); a missing one (MPI_PROC_NULL, at the
+ * border of a non-periodic dimension) sends nothing and its receive block
+ * is left untouched, and what a rank sends in the positive direction of a
+ * dimension lands in the receiver's negative-side block (which decides
+ * where blocks go on periodic dimensions of size 1 or 2). Porting an
+ * application is a rename from MPI_Neighbor_* to nbr_neighbor_*.
  *
  * Library state (neighbor lists, node map, algorithm plans) is cached on the
  * communicator with an MPI attribute and freed when the communicator is freed.
@@ -99,7 +107,7 @@ typedef enum nbr_status {
     NBR_ERR_BUFFER = -2,        /* NULL buffer where data is moved */
     NBR_ERR_COUNT = -3,         /* negative count, degree or displacement */
     NBR_ERR_RANK = -4,          /* neighbor rank outside the communicator */
-    NBR_ERR_TOPOLOGY = -5,      /* communicator has no dist-graph topology */
+    NBR_ERR_TOPOLOGY = -5,      /* communicator has no process topology */
     NBR_ERR_DATATYPE = -6,      /* invalid or uncommitted datatype */
     NBR_ERR_TYPE_MISMATCH = -7, /* send and receive type signatures differ */
     NBR_ERR_ALGORITHM = -8,     /* unknown algorithm name */
@@ -161,7 +169,7 @@ NBR_API int nbr_dist_graph_create(MPI_Comm comm_old, int n,
                                   const int *weights, MPI_Info info,
                                   int reorder, MPI_Comm *comm_dist_graph);
 
-/* Attach nbrcoll state to an existing dist-graph communicator now, with
+/* Attach nbrcoll state to an existing topology communicator now, with
  * configuration from info (may be MPI_INFO_NULL). Collective. Optional: any
  * nbr_ call does it lazily with configuration from the environment. */
 NBR_API int nbr_comm_attach(MPI_Comm comm, MPI_Info info);
@@ -199,11 +207,25 @@ NBR_API int nbr_neighbor_allgatherv(const void *sendbuf, int sendcount,
                                     const int *recvcounts, const int *displs,
                                     MPI_Datatype recvtype, MPI_Comm comm);
 
+NBR_API int nbr_neighbor_alltoall(const void *sendbuf, int sendcount,
+                                  MPI_Datatype sendtype, void *recvbuf,
+                                  int recvcount, MPI_Datatype recvtype,
+                                  MPI_Comm comm);
+
 NBR_API int nbr_neighbor_alltoallv(const void *sendbuf, const int *sendcounts,
                                    const int *sdispls, MPI_Datatype sendtype,
                                    void *recvbuf, const int *recvcounts,
                                    const int *rdispls, MPI_Datatype recvtype,
                                    MPI_Comm comm);
+
+/* Per-neighbor datatypes; displacements in bytes. Derived datatypes with
+ * gaps are packed (host buffers only, as everywhere). */
+NBR_API int nbr_neighbor_alltoallw(const void *sendbuf, const int *sendcounts,
+                                   const MPI_Aint *sdispls,
+                                   const MPI_Datatype *sendtypes, void *recvbuf,
+                                   const int *recvcounts,
+                                   const MPI_Aint *rdispls,
+                                   const MPI_Datatype *recvtypes, MPI_Comm comm);
 
 /* --------------------------------------------------------- requests */
 
@@ -213,8 +235,9 @@ typedef struct nbr_request *nbr_request_t;
 
 /* ------------------------------------------------------ nonblocking */
 /* Complete with nbr_wait / nbr_test, which set *request to NBR_REQUEST_NULL.
- * The count and displacement arrays are copied: the caller may reuse them at
- * once. Buffers must stay untouched until completion, as in MPI. */
+ * The count, displacement and datatype arrays are read at the call: the
+ * caller may reuse them at once. Buffers must stay untouched until
+ * completion, as in MPI. */
 
 NBR_API int nbr_neighbor_iallgather(const void *sendbuf, int sendcount,
                                     MPI_Datatype sendtype, void *recvbuf,
@@ -227,12 +250,26 @@ NBR_API int nbr_neighbor_iallgatherv(const void *sendbuf, int sendcount,
                                      MPI_Datatype recvtype, MPI_Comm comm,
                                      nbr_request_t *request);
 
+NBR_API int nbr_neighbor_ialltoall(const void *sendbuf, int sendcount,
+                                   MPI_Datatype sendtype, void *recvbuf,
+                                   int recvcount, MPI_Datatype recvtype,
+                                   MPI_Comm comm, nbr_request_t *request);
+
 NBR_API int nbr_neighbor_ialltoallv(const void *sendbuf,
                                     const int *sendcounts, const int *sdispls,
                                     MPI_Datatype sendtype, void *recvbuf,
                                     const int *recvcounts, const int *rdispls,
                                     MPI_Datatype recvtype, MPI_Comm comm,
                                     nbr_request_t *request);
+
+NBR_API int nbr_neighbor_ialltoallw(const void *sendbuf,
+                                    const int *sendcounts,
+                                    const MPI_Aint *sdispls,
+                                    const MPI_Datatype *sendtypes,
+                                    void *recvbuf, const int *recvcounts,
+                                    const MPI_Aint *rdispls,
+                                    const MPI_Datatype *recvtypes,
+                                    MPI_Comm comm, nbr_request_t *request);
 
 /* ------------------------------------------------------- persistent */
 /* MPI-4 argument order. The plan and its MPI persistent requests are built
@@ -253,6 +290,12 @@ NBR_API int nbr_neighbor_allgatherv_init(const void *sendbuf, int sendcount,
                                          MPI_Datatype recvtype, MPI_Comm comm,
                                          MPI_Info info, nbr_request_t *request);
 
+NBR_API int nbr_neighbor_alltoall_init(const void *sendbuf, int sendcount,
+                                       MPI_Datatype sendtype, void *recvbuf,
+                                       int recvcount, MPI_Datatype recvtype,
+                                       MPI_Comm comm, MPI_Info info,
+                                       nbr_request_t *request);
+
 NBR_API int nbr_neighbor_alltoallv_init(const void *sendbuf,
                                         const int *sendcounts,
                                         const int *sdispls,
@@ -261,6 +304,16 @@ NBR_API int nbr_neighbor_alltoallv_init(const void *sendbuf,
                                         const int *rdispls,
                                         MPI_Datatype recvtype, MPI_Comm comm,
                                         MPI_Info info, nbr_request_t *request);
+
+NBR_API int nbr_neighbor_alltoallw_init(const void *sendbuf,
+                                        const int *sendcounts,
+                                        const MPI_Aint *sdispls,
+                                        const MPI_Datatype *sendtypes,
+                                        void *recvbuf, const int *recvcounts,
+                                        const MPI_Aint *rdispls,
+                                        const MPI_Datatype *recvtypes,
+                                        MPI_Comm comm, MPI_Info info,
+                                        nbr_request_t *request);
 
 NBR_API int nbr_start(nbr_request_t *request);
 NBR_API int nbr_wait(nbr_request_t *request);

@@ -331,16 +331,35 @@ static int run_nonblocking(const nbr_call_t *call, nbr_request_t *request)
     return rc == NBR_SUCCESS ? start_fresh(request) : rc;
 }
 
-#define ALLGATHER_CALL(coll_)                                                  \
-    {.coll = (coll_), .sendbuf = sendbuf, .sendcount = sendcount,              \
+#define ALLGATHER_CALL(kind_)                                                  \
+    {.kind = (kind_), .sendbuf = sendbuf, .sendcount = sendcount,              \
      .sendtype = sendtype, .recvbuf = recvbuf, .recvtype = recvtype,           \
      .comm = comm}
+
+#define ALLTOALL_CALL                                                          \
+    {.kind = NBR_CALL_ALLTOALL, .sendbuf = sendbuf, .sendcount = sendcount,    \
+     .sendtype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount,         \
+     .recvtype = recvtype, .comm = comm}
+
+#define ALLTOALLV_CALL                                                         \
+    {.kind = NBR_CALL_ALLTOALLV, .sendbuf = sendbuf, .sendcounts = sendcounts, \
+     .sdispls = sdispls, .sendtype = sendtype, .recvbuf = recvbuf,             \
+     .recvcounts = recvcounts, .rdispls = rdispls, .recvtype = recvtype,       \
+     .comm = comm}
+
+#define ALLTOALLW_CALL                                                         \
+    {.kind = NBR_CALL_ALLTOALLW, .sendbuf = sendbuf, .sendcounts = sendcounts, \
+     .sdispls_w = sdispls, .sendtypes = sendtypes, .recvbuf = recvbuf,         \
+     .recvcounts = recvcounts, .rdispls_w = rdispls, .recvtypes = recvtypes,   \
+     .comm = comm}
+
+/* ------------------------------------------------------------- blocking */
 
 int nbr_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype,
                            MPI_Comm comm)
 {
-    nbr_call_t call = ALLGATHER_CALL(NBR_COLL_ALLGATHER);
+    nbr_call_t call = ALLGATHER_CALL(NBR_CALL_ALLGATHER);
     call.recvcount = recvcount;
     return run_blocking(&call);
 }
@@ -349,17 +368,18 @@ int nbr_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sen
                             void *recvbuf, const int recvcounts[], const int displs[],
                             MPI_Datatype recvtype, MPI_Comm comm)
 {
-    nbr_call_t call = ALLGATHER_CALL(NBR_COLL_ALLGATHERV);
+    nbr_call_t call = ALLGATHER_CALL(NBR_CALL_ALLGATHERV);
     call.recvcounts = recvcounts;
     call.rdispls = displs;
     return run_blocking(&call);
 }
 
-#define ALLTOALLV_CALL                                                         \
-    {.coll = NBR_COLL_ALLTOALLV, .sendbuf = sendbuf, .sendcounts = sendcounts, \
-     .sdispls = sdispls, .sendtype = sendtype, .recvbuf = recvbuf,             \
-     .recvcounts = recvcounts, .rdispls = rdispls, .recvtype = recvtype,       \
-     .comm = comm}
+int nbr_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    nbr_call_t call = ALLTOALL_CALL;
+    return run_blocking(&call);
+}
 
 int nbr_neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
                            const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
@@ -370,11 +390,22 @@ int nbr_neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
     return run_blocking(&call);
 }
 
+int nbr_neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                           const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                           void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+                           const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    nbr_call_t call = ALLTOALLW_CALL;
+    return run_blocking(&call);
+}
+
+/* ----------------------------------------------------------- nonblocking */
+
 int nbr_neighbor_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                             void *recvbuf, int recvcount, MPI_Datatype recvtype,
                             MPI_Comm comm, nbr_request_t *request)
 {
-    nbr_call_t call = ALLGATHER_CALL(NBR_COLL_ALLGATHER);
+    nbr_call_t call = ALLGATHER_CALL(NBR_CALL_ALLGATHER);
     call.recvcount = recvcount;
     return run_nonblocking(&call, request);
 }
@@ -384,9 +415,17 @@ int nbr_neighbor_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
                              MPI_Datatype recvtype, MPI_Comm comm,
                              nbr_request_t *request)
 {
-    nbr_call_t call = ALLGATHER_CALL(NBR_COLL_ALLGATHERV);
+    nbr_call_t call = ALLGATHER_CALL(NBR_CALL_ALLGATHERV);
     call.recvcounts = recvcounts;
     call.rdispls = displs;
+    return run_nonblocking(&call, request);
+}
+
+int nbr_neighbor_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                           nbr_request_t *request)
+{
+    nbr_call_t call = ALLTOALL_CALL;
     return run_nonblocking(&call, request);
 }
 
@@ -400,12 +439,24 @@ int nbr_neighbor_ialltoallv(const void *sendbuf, const int sendcounts[],
     return run_nonblocking(&call, request);
 }
 
+int nbr_neighbor_ialltoallw(const void *sendbuf, const int sendcounts[],
+                            const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                            void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+                            const MPI_Datatype recvtypes[], MPI_Comm comm,
+                            nbr_request_t *request)
+{
+    nbr_call_t call = ALLTOALLW_CALL;
+    return run_nonblocking(&call, request);
+}
+
+/* ------------------------------------------------------------ persistent */
+
 int nbr_neighbor_allgather_init(const void *sendbuf, int sendcount,
                                 MPI_Datatype sendtype, void *recvbuf, int recvcount,
                                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                 nbr_request_t *request)
 {
-    nbr_call_t call = ALLGATHER_CALL(NBR_COLL_ALLGATHER);
+    nbr_call_t call = ALLGATHER_CALL(NBR_CALL_ALLGATHER);
     call.recvcount = recvcount;
     return nbr_request_create(&call, info, 1, request);
 }
@@ -416,9 +467,17 @@ int nbr_neighbor_allgatherv_init(const void *sendbuf, int sendcount,
                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                  nbr_request_t *request)
 {
-    nbr_call_t call = ALLGATHER_CALL(NBR_COLL_ALLGATHERV);
+    nbr_call_t call = ALLGATHER_CALL(NBR_CALL_ALLGATHERV);
     call.recvcounts = recvcounts;
     call.rdispls = displs;
+    return nbr_request_create(&call, info, 1, request);
+}
+
+int nbr_neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                               MPI_Comm comm, MPI_Info info, nbr_request_t *request)
+{
+    nbr_call_t call = ALLTOALL_CALL;
     return nbr_request_create(&call, info, 1, request);
 }
 
@@ -429,5 +488,15 @@ int nbr_neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[],
                                 MPI_Comm comm, MPI_Info info, nbr_request_t *request)
 {
     nbr_call_t call = ALLTOALLV_CALL;
+    return nbr_request_create(&call, info, 1, request);
+}
+
+int nbr_neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
+                                const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                void *recvbuf, const int recvcounts[],
+                                const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                MPI_Comm comm, MPI_Info info, nbr_request_t *request)
+{
+    nbr_call_t call = ALLTOALLW_CALL;
     return nbr_request_create(&call, info, 1, request);
 }

@@ -55,6 +55,13 @@ static int ensure_keyval(void)
     return keyval_status;
 }
 
+const char *nbr_call_name(nbr_call_kind_t kind)
+{
+    static const char *const names[NBR_NUM_CALL_KINDS] = {
+        "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw"};
+    return kind >= 0 && kind < NBR_NUM_CALL_KINDS ? names[kind] : "?";
+}
+
 int nbr_check_comm(MPI_Comm comm)
 {
     int inter = 0;
@@ -104,11 +111,13 @@ void nbr_comm_release(nbr_comm_t *state)
     free(state->graph_out_targets);
     free(state->sources);
     free(state->destinations);
+    free(state->in_block);
+    free(state->out_block);
     nbr_config_free(&state->config);
     free(state);
 }
 
-static int read_neighbors(nbr_comm_t *state, MPI_Comm comm)
+static int read_dist_graph(nbr_comm_t *state, MPI_Comm comm)
 {
     int rc = NBR_SUCCESS, weighted = 0;
     NBR_MPI_CHECK(MPI_Dist_graph_neighbors_count(comm, &state->indegree,
@@ -129,6 +138,82 @@ out:
     return rc;
 }
 
+/* MPI-1 graph: one list, sent to and received from in its order. */
+static int read_graph(nbr_comm_t *state, MPI_Comm comm)
+{
+    int rc = NBR_SUCCESS, n = 0;
+    NBR_MPI_CHECK(MPI_Graph_neighbors_count(comm, state->rank, &n));
+    state->indegree = state->outdegree = n;
+    state->sources = malloc(((size_t)n + 1) * sizeof(int));
+    state->destinations = malloc(((size_t)n + 1) * sizeof(int));
+    if (!state->sources || !state->destinations)
+        return NBR_ERR_NOMEM;
+    NBR_MPI_CHECK(MPI_Graph_neighbors(comm, state->rank, n, state->sources));
+    memcpy(state->destinations, state->sources, (size_t)n * sizeof(int));
+out:
+    return rc;
+}
+
+/* Cartesian: the user's blocks are, per dimension, the neighbor in the
+ * negative direction (block 2d) and in the positive one (2d + 1);
+ * MPI_PROC_NULL (a border of a non-periodic dimension) has a block that
+ * nothing touches, so it is no neighbor here. What a rank sends toward +d
+ * arrives as coming from the receiver's -d side, and the other way round,
+ * which matters where both directions reach the same rank (a periodic
+ * dimension of size 1 or 2). With the k-th-edge rule of the plans, that
+ * takes the out-list per dimension as (-, +) and the in-list as (+, -):
+ * this rank's first message of dimension d to a rank pairs with that
+ * rank's first in-edge of d from it, its +d side. Neighbors in different
+ * dimensions pair dimension by dimension, since being a rank's neighbor
+ * in dimension d is symmetric. */
+static int read_cart(nbr_comm_t *state, MPI_Comm comm)
+{
+    int rc = NBR_SUCCESS, ndims = 0;
+    NBR_MPI_CHECK(MPI_Cartdim_get(comm, &ndims));
+    size_t n = 2 * (size_t)ndims + 1;
+    state->sources = malloc(n * sizeof(int));
+    state->destinations = malloc(n * sizeof(int));
+    state->in_block = malloc(n * sizeof(int));
+    state->out_block = malloc(n * sizeof(int));
+    if (!state->sources || !state->destinations || !state->in_block || !state->out_block)
+        return NBR_ERR_NOMEM;
+    state->indegree = state->outdegree = 0;
+    for (int d = 0; d < ndims; d++) {
+        int minus = MPI_PROC_NULL, plus = MPI_PROC_NULL;
+        NBR_MPI_CHECK(MPI_Cart_shift(comm, d, 1, &minus, &plus));
+        if (minus != MPI_PROC_NULL) {
+            state->out_block[state->outdegree] = 2 * d;
+            state->destinations[state->outdegree++] = minus;
+        }
+        if (plus != MPI_PROC_NULL) {
+            state->out_block[state->outdegree] = 2 * d + 1;
+            state->destinations[state->outdegree++] = plus;
+            state->in_block[state->indegree] = 2 * d + 1;
+            state->sources[state->indegree++] = plus;
+        }
+        if (minus != MPI_PROC_NULL) {
+            state->in_block[state->indegree] = 2 * d;
+            state->sources[state->indegree++] = minus;
+        }
+        state->cart_both_ways |= minus != MPI_PROC_NULL && minus == plus;
+    }
+    state->user_indegree = state->user_outdegree = 2 * ndims;
+out:
+    return rc;
+}
+
+static int read_neighbors(nbr_comm_t *state, MPI_Comm comm)
+{
+    int rc = state->topology == MPI_CART    ? read_cart(state, comm)
+             : state->topology == MPI_GRAPH ? read_graph(state, comm)
+                                            : read_dist_graph(state, comm);
+    if (rc == NBR_SUCCESS && state->topology != MPI_CART) {
+        state->user_indegree = state->indegree;
+        state->user_outdegree = state->outdegree;
+    }
+    return rc;
+}
+
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
     int rc = NBR_SUCCESS, topology = MPI_UNDEFINED;
@@ -136,7 +221,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     nbr_comm_t *state = NULL;
     nbr_config_t config = {0};
     NBR_MPI_CHECK(MPI_Topo_test(comm, &topology));
-    if (topology != MPI_DIST_GRAPH)
+    if (topology != MPI_DIST_GRAPH && topology != MPI_CART && topology != MPI_GRAPH)
         return NBR_ERR_TOPOLOGY; /* the same on every rank: no agreement needed */
     /* Configuration may differ between ranks (per-rank info): agree first so
      * that every rank returns the same error and nobody is left waiting. */
@@ -152,6 +237,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     state->comm = MPI_COMM_NULL;
     state->config = config; /* owned by state from here */
     state->id = atomic_fetch_add(&next_comm_id, 1);
+    state->topology = topology;
     NBR_MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
     NBR_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN));
     NBR_MPI_CHECK(MPI_Comm_rank(comm, &state->rank));

@@ -21,17 +21,45 @@ typedef struct nbr_shared_plan {
     nbr_plan_t plan;
 } nbr_shared_plan_t;
 
+/* The MPI neighborhood collective a call makes. Its plan's collective
+ * (plan.h) is the shape of the data: alltoall and alltoallw move one block
+ * per out-neighbor, as alltoallv does. */
+typedef enum nbr_call_kind {
+    NBR_CALL_ALLGATHER = 0,
+    NBR_CALL_ALLGATHERV,
+    NBR_CALL_ALLTOALL,
+    NBR_CALL_ALLTOALLV,
+    NBR_CALL_ALLTOALLW,
+    NBR_NUM_CALL_KINDS
+} nbr_call_kind_t;
+
+static inline nbr_collective_t nbr_call_shape(nbr_call_kind_t kind)
+{
+    return kind == NBR_CALL_ALLGATHER    ? NBR_COLL_ALLGATHER
+           : kind == NBR_CALL_ALLGATHERV ? NBR_COLL_ALLGATHERV
+                                         : NBR_COLL_ALLTOALLV;
+}
+
+/* One block size for every neighbor, the same on every rank (MPI makes
+ * the send and receive signatures match): allgather and alltoall. */
+static inline int nbr_call_uniform(nbr_call_kind_t kind)
+{
+    return kind == NBR_CALL_ALLGATHER || kind == NBR_CALL_ALLTOALL;
+}
+
+const char *nbr_call_name(nbr_call_kind_t kind);
+
 /* What automatic selection decided for one call signature: the collective
- * and, for allgather, the block size (the same on every rank, so every rank
- * sees the same signatures in the same order). The v-forms' sizes differ
- * between ranks, so no rank can tell whether another's changed: each decides
- * once, at its first blocking or nonblocking call (persistent requests
- * decide at _init). */
+ * and, for allgather and alltoall, the block size (the same on every rank,
+ * so every rank sees the same signatures in the same order). The v- and
+ * w-forms' sizes differ between ranks, so no rank can tell whether
+ * another's changed: each decides once, at its first blocking or
+ * nonblocking call (persistent requests decide at _init). */
 #define NBR_TRIAL_SIDES 4
 
 typedef struct nbr_decision {
     int valid;
-    nbr_collective_t coll;
+    nbr_call_kind_t kind;
     size_t block_bytes;
     const nbr_algorithm_t *algorithm;
     unsigned long long last_use;
@@ -54,8 +82,20 @@ typedef struct nbr_comm {
     MPI_Comm comm; /* private duplicate: nbrcoll's traffic never meets the user's */
     int id;        /* creation order in this process, for dump file names */
     int rank, nranks;
+    /* The neighbors nbrcoll moves data with, in the order the plans use:
+     * messages on one pair of ranks match in this order (the k-th edge
+     * to a rank with its k-th edge from this one). */
     int indegree, outdegree;
     int *sources, *destinations;
+    /* The MPI view: the communicator's topology (MPI_DIST_GRAPH, MPI_CART
+     * or MPI_GRAPH), its degrees (the blocks in the user's buffers and the
+     * entries of the count arrays, a cartesian one's missing neighbors
+     * included) and the user's block of each neighbor above; NULL where
+     * neighbor k is block k (graphs). See read_neighbors in comm.c. */
+    int topology;
+    int user_indegree, user_outdegree;
+    int *in_block, *out_block;
+    int cart_both_ways; /* a periodic dimension of size 1 or 2 (every rank agrees) */
     nbr_config_t config; /* with the communicator's algorithm (NULL: auto) */
     nbr_locality_t locality;
     nbr_exec_domain_t exec; /* how its requests run: MPI or device executor */
@@ -143,18 +183,35 @@ int nbr_comm_pattern(nbr_comm_t *state, const nbr_algorithm_t *algorithm, const 
  * Collective over the comm: every rank passes the same needs. */
 int nbr_comm_provide(nbr_comm_t *state, unsigned needs);
 
-/* Whether the MPI library may run this communicator's calls itself (the
- * library row, front/library.c): only where every rank's buffers are host
- * memory, i.e. the device layer is off, which every rank agreed on at
- * set-up (a rank on device buffers would post naive's messages where its
- * peers call the library's collective: they would never meet). */
-static inline int nbr_comm_library_usable(const nbr_comm_t *state)
+/* Whether the MPI library may run this communicator's calls of shape
+ * coll itself (the library row, front/library.c): only where every rank's
+ * buffers are host memory, i.e. the device layer is off, which every rank
+ * agreed on at set-up (a rank on device buffers would post naive's
+ * messages where its peers call the library's collective: they would
+ * never meet); and not the alltoall forms on a cartesian communicator
+ * where both directions of a dimension reach the same rank, which Open
+ * MPI up to 5.0 delivers into each other's blocks in its nonblocking and
+ * persistent forms (MPI-4.1 section 8.6 says which block is whose; fixed
+ * in open-mpi/ompi#14416). */
+static inline int nbr_comm_library_usable(const nbr_comm_t *state, nbr_collective_t coll)
 {
-    return state->exec.device == NULL;
+    return state->exec.device == NULL &&
+           !(state->cart_both_ways && coll == NBR_COLL_ALLTOALLV);
 }
 
 /* Adds one completed run of plan to the counters. */
 void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan);
+
+/* The user's block of in-neighbor (out-neighbor) k. */
+static inline int nbr_comm_in_block(const nbr_comm_t *state, int k)
+{
+    return state->in_block ? state->in_block[k] : k;
+}
+
+static inline int nbr_comm_out_block(const nbr_comm_t *state, int k)
+{
+    return state->out_block ? state->out_block[k] : k;
+}
 
 /* Validates comm: not null, an intracommunicator. */
 int nbr_check_comm(MPI_Comm comm);

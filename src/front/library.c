@@ -19,12 +19,15 @@
 #include "front/select.h"
 
 #include <sched.h>
+#include <stdlib.h>
 
 /* nbrcoll takes a NULL buffer where it moves no bytes (request.c checked
  * that) and NULL count and displacement arrays where a degree is 0; Open
  * MPI 4.1 rejects either (MPI_ERR_BUFFER), so the library gets real ones. */
 static char no_bytes[1];
 static const int no_counts[1] = {0};
+static const MPI_Aint no_displs[1] = {0};
+static const MPI_Datatype no_types[1] = {MPI_DATATYPE_NULL};
 
 /* A persistent request calls the library at every start with the types
  * of its _init, and MPI lets the user free theirs meanwhile: the request
@@ -42,6 +45,25 @@ static int keep_type(MPI_Datatype *type, int *owned)
     return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_mpi_failed("MPI_Type_dup", mrc);
 }
 
+/* A persistent alltoallw: its own array of the n types, each derived one
+ * duplicated. */
+static int keep_types(const MPI_Datatype *types, int n, MPI_Datatype **kept, char **owned)
+{
+    *kept = malloc(((size_t)n + 1) * sizeof(MPI_Datatype));
+    *owned = calloc((size_t)n + 1, 1);
+    if (!*kept || !*owned)
+        return NBR_ERR_NOMEM;
+    int rc = NBR_SUCCESS;
+    for (int k = 0; k < n; k++) {
+        int mine = 0;
+        (*kept)[k] = types[k];
+        if (rc == NBR_SUCCESS)
+            rc = keep_type(&(*kept)[k], &mine);
+        (*owned)[k] = (char)mine;
+    }
+    return rc;
+}
+
 int nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
 {
     nbr_call_t *c = &req->call;
@@ -52,9 +74,23 @@ int nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
     c->sdispls = c->sdispls ? c->sdispls : no_counts;
     c->recvcounts = c->recvcounts ? c->recvcounts : no_counts;
     c->rdispls = c->rdispls ? c->rdispls : no_counts;
+    c->sdispls_w = c->sdispls_w ? c->sdispls_w : no_displs;
+    c->rdispls_w = c->rdispls_w ? c->rdispls_w : no_displs;
+    c->sendtypes = c->sendtypes ? c->sendtypes : no_types;
+    c->recvtypes = c->recvtypes ? c->recvtypes : no_types;
     req->library_send_type_owned = req->library_recv_type_owned = 0;
     if (!req->persistent)
         return NBR_SUCCESS;
+    if (c->kind == NBR_CALL_ALLTOALLW) {
+        int rc = keep_types(c->sendtypes, req->comm->user_outdegree, &req->library_types[0],
+                            &req->library_types_owned[0]);
+        if (rc == NBR_SUCCESS)
+            rc = keep_types(c->recvtypes, req->comm->user_indegree, &req->library_types[1],
+                            &req->library_types_owned[1]);
+        c->sendtypes = req->library_types[0] ? req->library_types[0] : no_types;
+        c->recvtypes = req->library_types[1] ? req->library_types[1] : no_types;
+        return rc;
+    }
     int rc = keep_type(&c->sendtype, &req->library_send_type_owned);
     return rc == NBR_SUCCESS ? keep_type(&c->recvtype, &req->library_recv_type_owned) : rc;
 }
@@ -66,27 +102,47 @@ void nbr_library_release(nbr_request_t req)
     if (req->library_recv_type_owned)
         MPI_Type_free(&req->call.recvtype);
     req->library_send_type_owned = req->library_recv_type_owned = 0;
+    int degree[2] = {req->comm ? req->comm->user_outdegree : 0,
+                     req->comm ? req->comm->user_indegree : 0};
+    for (int side = 0; side < 2; side++) {
+        for (int k = 0; req->library_types_owned[side] && k < degree[side]; k++)
+            if (req->library_types_owned[side][k])
+                MPI_Type_free(&req->library_types[side][k]);
+        free(req->library_types[side]);
+        free(req->library_types_owned[side]);
+        req->library_types[side] = NULL;
+        req->library_types_owned[side] = NULL;
+    }
 }
 
 static int post(nbr_request_t req)
 {
     const nbr_call_t *c = &req->call;
     MPI_Comm comm = req->comm->comm;
+    MPI_Request *r = &req->library_request;
     int mrc = MPI_SUCCESS;
-    switch (c->coll) {
-    case NBR_COLL_ALLGATHER:
+    switch (c->kind) {
+    case NBR_CALL_ALLGATHER:
         mrc = PMPI_Ineighbor_allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
-                                       c->recvcount, c->recvtype, comm, &req->library_request);
+                                       c->recvcount, c->recvtype, comm, r);
         break;
-    case NBR_COLL_ALLGATHERV:
+    case NBR_CALL_ALLGATHERV:
         mrc = PMPI_Ineighbor_allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
-                                        c->recvcounts, c->rdispls, c->recvtype, comm,
-                                        &req->library_request);
+                                        c->recvcounts, c->rdispls, c->recvtype, comm, r);
         break;
-    default:
+    case NBR_CALL_ALLTOALL:
+        mrc = PMPI_Ineighbor_alltoall(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                      c->recvcount, c->recvtype, comm, r);
+        break;
+    case NBR_CALL_ALLTOALLV:
         mrc = PMPI_Ineighbor_alltoallv(c->sendbuf, c->sendcounts, c->sdispls, c->sendtype,
                                        c->recvbuf, c->recvcounts, c->rdispls, c->recvtype,
-                                       comm, &req->library_request);
+                                       comm, r);
+        break;
+    default:
+        mrc = PMPI_Ineighbor_alltoallw(c->sendbuf, c->sendcounts, c->sdispls_w, c->sendtypes,
+                                       c->recvbuf, c->recvcounts, c->rdispls_w, c->recvtypes,
+                                       comm, r);
         break;
     }
     return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Ineighbor_*", mrc);
@@ -97,18 +153,27 @@ static int run_blocking(nbr_request_t req)
     const nbr_call_t *c = &req->call;
     MPI_Comm comm = req->comm->comm;
     int mrc = MPI_SUCCESS;
-    switch (c->coll) {
-    case NBR_COLL_ALLGATHER:
+    switch (c->kind) {
+    case NBR_CALL_ALLGATHER:
         mrc = PMPI_Neighbor_allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                       c->recvcount, c->recvtype, comm);
         break;
-    case NBR_COLL_ALLGATHERV:
+    case NBR_CALL_ALLGATHERV:
         mrc = PMPI_Neighbor_allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                        c->recvcounts, c->rdispls, c->recvtype, comm);
         break;
-    default:
+    case NBR_CALL_ALLTOALL:
+        mrc = PMPI_Neighbor_alltoall(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                     c->recvcount, c->recvtype, comm);
+        break;
+    case NBR_CALL_ALLTOALLV:
         mrc = PMPI_Neighbor_alltoallv(c->sendbuf, c->sendcounts, c->sdispls, c->sendtype,
                                       c->recvbuf, c->recvcounts, c->rdispls, c->recvtype,
+                                      comm);
+        break;
+    default:
+        mrc = PMPI_Neighbor_alltoallw(c->sendbuf, c->sendcounts, c->sdispls_w, c->sendtypes,
+                                      c->recvbuf, c->recvcounts, c->rdispls_w, c->recvtypes,
                                       comm);
         break;
     }
@@ -180,12 +245,12 @@ int nbr_library_wait(nbr_request_t req)
 int nbr_library_shortcut(nbr_comm_t *state, const nbr_call_t *call, int *rc)
 {
     int send_size = 0, recv_size = 0;
-    if (call->coll != NBR_COLL_ALLGATHER || !call->sendbuf || !call->recvbuf ||
+    if (call->kind != NBR_CALL_ALLGATHER || !call->sendbuf || !call->recvbuf ||
         call->sendcount < 0 || call->recvcount < 0 || call->sendtype == MPI_DATATYPE_NULL ||
         call->recvtype == MPI_DATATYPE_NULL)
         return 0; /* the long way checks and reports */
     nbr_shared_plan_t *plan = state->library_plan;
-    if (!plan || state->exec.in_flight || !nbr_comm_library_usable(state) ||
+    if (!plan || state->exec.in_flight || !nbr_comm_library_usable(state, NBR_COLL_ALLGATHER) ||
         MPI_Type_size(call->sendtype, &send_size) != MPI_SUCCESS ||
         MPI_Type_size(call->recvtype, &recv_size) != MPI_SUCCESS)
         return 0;
@@ -196,7 +261,7 @@ int nbr_library_shortcut(nbr_comm_t *state, const nbr_call_t *call, int *rc)
     const nbr_algorithm_t *algorithm = state->config.algorithm;
     nbr_decision_t *decision = NULL;
     if (!algorithm) {
-        decision = nbr_comm_decision(state, &plan->layout);
+        decision = nbr_comm_decision(state, NBR_CALL_ALLGATHER, &plan->layout);
         if (!decision || decision->num_sides > 0)
             return 0; /* undecided, or on trial */
         algorithm = decision->algorithm;

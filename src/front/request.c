@@ -10,52 +10,139 @@
 
 /* ------------------------------------------------------------ datatypes */
 
-static int describe_type(MPI_Datatype type, nbr_typed_buffer_t *buf)
+/* A type's size, extent, true lower bound and whether it is dense. */
+typedef struct type_shape {
+    int size;
+    MPI_Aint extent, true_lb;
+    int dense;
+} type_shape_t;
+
+static int shape_of(MPI_Datatype type, type_shape_t *shape)
 {
     MPI_Aint lb = 0, true_extent = 0;
     if (type == MPI_DATATYPE_NULL)
         return NBR_ERR_DATATYPE;
-    if (MPI_Type_size(type, &buf->type_size) != MPI_SUCCESS ||
-        MPI_Type_get_extent(type, &lb, &buf->extent) != MPI_SUCCESS ||
-        MPI_Type_get_true_extent(type, &buf->true_lb, &true_extent) != MPI_SUCCESS)
+    if (MPI_Type_size(type, &shape->size) != MPI_SUCCESS ||
+        MPI_Type_get_extent(type, &lb, &shape->extent) != MPI_SUCCESS ||
+        MPI_Type_get_true_extent(type, &shape->true_lb, &true_extent) != MPI_SUCCESS)
         return NBR_ERR_DATATYPE;
-    buf->dense = buf->type_size == buf->extent && true_extent == buf->extent &&
-                 lb == buf->true_lb;
-    buf->type = type;
+    shape->dense = shape->size == shape->extent && true_extent == shape->extent &&
+                   lb == shape->true_lb;
     return NBR_SUCCESS;
 }
 
-/* Fills the layout slots of one buffer from (count, displacement) pairs and,
- * for staged buffers, keeps those pairs for packing. */
-static int describe_slots(nbr_typed_buffer_t *buf, nbr_slot_t *slots, int n,
-                          const int *counts, int uniform_count,
-                          const int *displs, int uniform_stride)
+static int describe_type(MPI_Datatype type, nbr_typed_buffer_t *buf)
 {
+    type_shape_t shape;
+    int rc = shape_of(type, &shape);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    buf->type = type;
+    buf->type_size = shape.size;
+    buf->extent = shape.extent;
+    buf->true_lb = shape.true_lb;
+    buf->dense = shape.dense;
+    return NBR_SUCCESS;
+}
+
+/* One side (send or receive) of a call as its layout sees it: slot k is
+ * the user's block block[k] (k itself without a map), which holds
+ * counts[block] elements at displs[block] (elements of the type's extent)
+ * or, uniform, count elements at block * stride; alltoallw gives every
+ * block its own type and a displacement in bytes. */
+typedef struct side {
+    int num_slots;
+    const int *block;
+    const int *counts;
+    int count;
+    const int *displs;
+    int stride;
+    const MPI_Aint *displs_w;
+    const MPI_Datatype *types;
+} side_t;
+
+static int block_of(const side_t *side, int k)
+{
+    return side->block ? side->block[k] : k;
+}
+
+/* alltoallw: the slots' own types; dense (in place) when every one is. */
+static int describe_slot_types(nbr_typed_buffer_t *buf, const side_t *side, type_shape_t *shapes)
+{
+    int n = side->num_slots;
+    buf->dense = 1;
+    buf->true_lb = 0; /* offsets carry each type's own */
+    for (int k = 0; k < n; k++) {
+        int rc = shape_of(side->types[block_of(side, k)], &shapes[k]);
+        if (rc != NBR_SUCCESS)
+            return rc;
+        buf->dense &= shapes[k].dense;
+    }
+    if (!buf->dense) {
+        buf->types = malloc(((size_t)n + 1) * sizeof(MPI_Datatype));
+        if (!buf->types)
+            return NBR_ERR_NOMEM;
+        for (int k = 0; k < n; k++)
+            buf->types[k] = side->types[block_of(side, k)];
+    }
+    return NBR_SUCCESS;
+}
+
+/* Fills the layout slots of one buffer and, for staged buffers, keeps
+ * where each slot's data is for packing. */
+static int describe_slots(nbr_typed_buffer_t *buf, nbr_slot_t *slots, const side_t *side)
+{
+    int n = side->num_slots, rc = NBR_SUCCESS;
     size_t packed = 0;
+    type_shape_t *shapes = NULL;
+    if (side->types) {
+        if (!(shapes = malloc(((size_t)n + 1) * sizeof(type_shape_t))))
+            return NBR_ERR_NOMEM;
+        if ((rc = describe_slot_types(buf, side, shapes)) != NBR_SUCCESS)
+            goto out;
+    }
     if (!buf->dense) {
         buf->counts = malloc(((size_t)n + 1) * sizeof(int));
-        buf->displs = malloc(((size_t)n + 1) * sizeof(MPI_Aint));
-        if (!buf->counts || !buf->displs)
-            return NBR_ERR_NOMEM;
+        buf->starts = malloc(((size_t)n + 1) * sizeof(MPI_Aint));
+        if (!buf->counts || !buf->starts) {
+            rc = NBR_ERR_NOMEM;
+            goto out;
+        }
     }
     buf->num_slots = n;
-    for (int i = 0; i < n; i++) {
-        int count = counts ? counts[i] : uniform_count;
-        long long displ = displs ? displs[i] : (long long)i * uniform_stride;
-        if (count < 0 || displ < 0)
-            return NBR_ERR_COUNT;
-        slots[i].bytes = (size_t)count * (size_t)buf->type_size;
+    for (int k = 0; k < n; k++) {
+        int b = block_of(side, k);
+        int count = side->counts ? side->counts[b] : side->count;
+        int size = shapes ? shapes[k].size : buf->type_size;
+        long long start; /* bytes from the user's pointer to the slot's first element */
+        if (side->displs_w)
+            start = (long long)side->displs_w[b];
+        else
+            start = (side->displs ? (long long)side->displs[b] : (long long)b * side->stride) *
+                    (long long)buf->extent;
+        if (count < 0 || start < 0) {
+            rc = NBR_ERR_COUNT;
+            goto out;
+        }
+        slots[k].bytes = (size_t)count * (size_t)size;
         if (buf->dense) {
-            slots[i].offset = (size_t)displ * (size_t)buf->extent;
+            long long offset = start + (shapes ? (long long)shapes[k].true_lb : 0);
+            if (offset < 0) {
+                rc = NBR_ERR_COUNT;
+                goto out;
+            }
+            slots[k].offset = (size_t)offset;
         } else {
-            slots[i].offset = packed;
-            packed += slots[i].bytes;
-            buf->counts[i] = count;
-            buf->displs[i] = (MPI_Aint)displ;
+            slots[k].offset = packed;
+            packed += slots[k].bytes;
+            buf->counts[k] = count;
+            buf->starts[k] = (MPI_Aint)start;
         }
     }
     buf->staging_bytes = packed;
-    return NBR_SUCCESS;
+out:
+    free(shapes);
+    return rc;
 }
 
 static size_t slots_bytes(const nbr_slot_t *slots, int n)
@@ -66,17 +153,32 @@ static size_t slots_bytes(const nbr_slot_t *slots, int n)
     return total;
 }
 
+/* The slots' own types: duplicates where owned, a run of equal ones
+ * sharing one. */
+static void free_slot_types(nbr_typed_buffer_t *buf)
+{
+    MPI_Datatype previous = MPI_DATATYPE_NULL;
+    for (int k = 0; buf->owns_types && k < buf->num_slots; k++) {
+        MPI_Datatype type = buf->types[k];
+        if (type != previous && type != MPI_DATATYPE_NULL)
+            MPI_Type_free(&type);
+        previous = buf->types[k];
+    }
+    free(buf->types);
+}
+
 static void typed_buffer_free(nbr_typed_buffer_t *buf)
 {
     if (buf->owns_type)
         MPI_Type_free(&buf->type);
+    free_slot_types(buf);
     free(buf->counts);
-    free(buf->displs);
+    free(buf->starts);
     free(buf->staging);
     memset(buf, 0, sizeof(*buf));
 }
 
-/* Staged buffers get their own copy of the datatype and a staging area. */
+/* Staged buffers get their own copy of the datatype(s) and a staging area. */
 static int stage(nbr_typed_buffer_t *buf)
 {
     int rc = NBR_SUCCESS;
@@ -87,10 +189,31 @@ static int stage(nbr_typed_buffer_t *buf)
                   buf->staging_bytes);
         return NBR_ERR_UNSUPPORTED; /* MPI_Pack positions are ints */
     }
-    MPI_Datatype user_type = buf->type;
-    buf->type = MPI_DATATYPE_NULL;
-    NBR_MPI_CHECK(MPI_Type_dup(user_type, &buf->type));
-    buf->owns_type = 1;
+    if (buf->types) {
+        MPI_Datatype user_previous = MPI_DATATYPE_NULL, copy = MPI_DATATYPE_NULL;
+        for (int k = 0; k < buf->num_slots; k++) {
+            MPI_Datatype user = buf->types[k];
+            if (k == 0 || user != user_previous) {
+                copy = MPI_DATATYPE_NULL;
+                int mrc = MPI_Type_dup(user, &copy);
+                if (mrc != MPI_SUCCESS) {
+                    /* what is duplicated so far is freed with the buffer */
+                    for (int j = k; j < buf->num_slots; j++)
+                        buf->types[j] = MPI_DATATYPE_NULL;
+                    buf->owns_types = 1;
+                    return nbr_mpi_failed("MPI_Type_dup", mrc);
+                }
+            }
+            user_previous = user;
+            buf->types[k] = copy;
+        }
+        buf->owns_types = 1;
+    } else {
+        MPI_Datatype user_type = buf->type;
+        buf->type = MPI_DATATYPE_NULL;
+        NBR_MPI_CHECK(MPI_Type_dup(user_type, &buf->type));
+        buf->owns_type = 1;
+    }
     buf->staging = malloc(buf->staging_bytes + 1);
     if (!buf->staging)
         rc = NBR_ERR_NOMEM;
@@ -117,13 +240,14 @@ static int transfer_staged(nbr_typed_buffer_t *buf, const nbr_slot_t *slots,
         if (slots[i].bytes == 0)
             continue;
         int position = (int)slots[i].offset;
-        char *user = buf->user + buf->displs[i] * buf->extent;
+        char *user = buf->user + buf->starts[i];
+        MPI_Datatype type = buf->types ? buf->types[i] : buf->type;
         if (direction == PACK)
-            NBR_MPI_CHECK(MPI_Pack(user, buf->counts[i], buf->type, buf->staging,
+            NBR_MPI_CHECK(MPI_Pack(user, buf->counts[i], type, buf->staging,
                                    (int)buf->staging_bytes, &position, comm));
         else
             NBR_MPI_CHECK(MPI_Unpack(buf->staging, (int)buf->staging_bytes, &position,
-                                     user, buf->counts[i], buf->type, comm));
+                                     user, buf->counts[i], type, comm));
         if ((size_t)position != slots[i].offset + slots[i].bytes)
             return NBR_ERR_UNSUPPORTED; /* MPI's packed form is not the plain bytes */
     }
@@ -143,54 +267,97 @@ static int check_counts(const int *counts, int n)
     return NBR_SUCCESS;
 }
 
+/* One side's arrays, n user blocks: counts and displacements, or for
+ * alltoallw also the types. */
+static int check_arrays(const int *counts, const void *displs, const MPI_Datatype *types,
+                        int with_types, int n)
+{
+    int rc = check_counts(counts, n);
+    if (rc == NBR_SUCCESS && n > 0 && (!displs || (with_types && !types)))
+        rc = NBR_ERR_ARG;
+    return rc;
+}
+
 /* Local checks that need no plan; the same on every rank when the
- * arguments are (as MPI requires them to be) consistent. */
+ * arguments are (as MPI requires them to be) consistent. Arrays have an
+ * entry per user block. */
 static int check_call(const nbr_call_t *call, const nbr_comm_t *state)
 {
-    int rc = NBR_SUCCESS;
-    if (call->coll == NBR_COLL_ALLTOALLV) {
-        NBR_CHECK(check_counts(call->sendcounts, state->outdegree));
-        if (state->outdegree > 0 && !call->sdispls)
-            return NBR_ERR_ARG;
+    int w = call->kind == NBR_CALL_ALLTOALLW, rc = NBR_SUCCESS;
+    int out = state->user_outdegree, in = state->user_indegree;
+    if (call->kind == NBR_CALL_ALLTOALLV || w) {
+        NBR_CHECK(check_arrays(call->sendcounts, w ? (const void *)call->sdispls_w
+                                                   : (const void *)call->sdispls,
+                               call->sendtypes, w, out));
     } else if (call->sendcount < 0) {
         return NBR_ERR_COUNT;
     }
-    if (call->coll == NBR_COLL_ALLGATHER) {
+    if (nbr_call_uniform(call->kind)) {
         if (call->recvcount < 0)
             return NBR_ERR_COUNT;
     } else {
-        NBR_CHECK(check_counts(call->recvcounts, state->indegree));
-        if (state->indegree > 0 && !call->rdispls)
-            return NBR_ERR_ARG;
+        NBR_CHECK(check_arrays(call->recvcounts, w ? (const void *)call->rdispls_w
+                                                   : (const void *)call->rdispls,
+                               call->recvtypes, w, in));
     }
 out:
     return rc;
+}
+
+/* The call's two sides, slot by slot (see side_t). */
+static void call_sides(const nbr_call_t *call, const nbr_comm_t *state, side_t *send,
+                       side_t *recv)
+{
+    *send = (side_t){.num_slots = state->outdegree, .block = state->out_block};
+    *recv = (side_t){.num_slots = state->indegree, .block = state->in_block};
+    switch (call->kind) {
+    case NBR_CALL_ALLGATHER:
+    case NBR_CALL_ALLGATHERV:
+        *send = (side_t){.num_slots = 1, .count = call->sendcount}; /* one block for all */
+        if (call->kind == NBR_CALL_ALLGATHER) {
+            recv->count = recv->stride = call->recvcount;
+        } else {
+            recv->counts = call->recvcounts;
+            recv->displs = call->rdispls;
+        }
+        break;
+    case NBR_CALL_ALLTOALL:
+        send->count = send->stride = call->sendcount;
+        recv->count = recv->stride = call->recvcount;
+        break;
+    case NBR_CALL_ALLTOALLV:
+        send->counts = call->sendcounts;
+        send->displs = call->sdispls;
+        recv->counts = call->recvcounts;
+        recv->displs = call->rdispls;
+        break;
+    default: /* alltoallw */
+        send->counts = call->sendcounts;
+        send->displs_w = call->sdispls_w;
+        send->types = call->sendtypes;
+        recv->counts = call->recvcounts;
+        recv->displs_w = call->rdispls_w;
+        recv->types = call->recvtypes;
+        break;
+    }
 }
 
 static int build_layout(const nbr_call_t *call, const nbr_comm_t *state,
                         nbr_request_t req, nbr_layout_t *layout)
 {
     int rc = NBR_SUCCESS;
-    int alltoallv = call->coll == NBR_COLL_ALLTOALLV;
-    NBR_CHECK(nbr_layout_reserve(layout, call->coll, alltoallv ? state->outdegree : 1,
-                                 state->indegree));
-    NBR_CHECK(describe_slots(&req->send, layout->send, layout->num_send_slots,
-                             alltoallv ? call->sendcounts : NULL, call->sendcount,
-                             alltoallv ? call->sdispls : NULL, 0));
-    if (call->coll == NBR_COLL_ALLGATHER) {
-        NBR_CHECK(describe_slots(&req->recv, layout->recv, layout->num_recv_slots, NULL,
-                                 call->recvcount, NULL, call->recvcount));
-    } else {
-        NBR_CHECK(describe_slots(&req->recv, layout->recv, layout->num_recv_slots,
-                                 call->recvcounts, 0, call->rdispls, 0));
-    }
-    /* allgather: sizes are uniform, so a mismatch is visible locally. */
-    if (call->coll == NBR_COLL_ALLGATHER &&
+    side_t send, recv;
+    call_sides(call, state, &send, &recv);
+    NBR_CHECK(nbr_layout_reserve(layout, nbr_call_shape(call->kind), send.num_slots,
+                                 recv.num_slots));
+    NBR_CHECK(describe_slots(&req->send, layout->send, &send));
+    NBR_CHECK(describe_slots(&req->recv, layout->recv, &recv));
+    /* allgather, alltoall: sizes are uniform, so a mismatch is visible locally. */
+    if (nbr_call_uniform(call->kind) &&
         (size_t)call->sendcount * (size_t)req->send.type_size !=
             (size_t)call->recvcount * (size_t)req->recv.type_size) {
-        NBR_ERROR("allgather: %d x %d send bytes but %d x %d receive bytes",
-                  call->sendcount, req->send.type_size, call->recvcount,
-                  req->recv.type_size);
+        NBR_ERROR("%s: %d x %d send bytes but %d x %d receive bytes", nbr_call_name(call->kind),
+                  call->sendcount, req->send.type_size, call->recvcount, req->recv.type_size);
         return NBR_ERR_TYPE_MISMATCH;
     }
     size_t send_bytes = state->outdegree > 0 ? slots_bytes(layout->send, layout->num_send_slots) : 0;
@@ -400,8 +567,10 @@ static int describe_call(const nbr_call_t *call, nbr_comm_t *state, nbr_request_
     NBR_CHECK(check_call(call, state));
     req->send.user = (char *)call->sendbuf;
     req->recv.user = call->recvbuf;
-    NBR_CHECK(describe_type(call->sendtype, &req->send));
-    NBR_CHECK(describe_type(call->recvtype, &req->recv));
+    if (call->kind != NBR_CALL_ALLTOALLW) { /* alltoallw: each slot's, in build_layout */
+        NBR_CHECK(describe_type(call->sendtype, &req->send));
+        NBR_CHECK(describe_type(call->recvtype, &req->recv));
+    }
     NBR_CHECK(build_layout(call, state, req, &req->layout));
 out:
     return rc;
@@ -423,21 +592,21 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         nbr_exec_buffer_t send = exec_buffer(&req->send), recv = exec_buffer(&req->recv);
         int device = nbr_exec_on_device(&state->exec, &send) ||
                      nbr_exec_on_device(&state->exec, &recv);
-        NBR_CHECK(nbr_comm_select(state, layout, device, persistent, call->blocking,
+        NBR_CHECK(nbr_comm_select(state, call->kind, layout, device, persistent, call->blocking,
                                   &algorithm, &req->trial));
     }
     state->last_algorithm = algorithm;
-    if (algorithm->size_plan && call->coll == NBR_COLL_ALLGATHERV) {
+    if (algorithm->size_plan && call->kind == NBR_CALL_ALLGATHERV) {
         NBR_CHECK(exchange_block_sizes(state, algorithm, tag_base, layout, &req->block_sizes));
         req->sizes_differ = block_sizes_differ(state, layout, req->block_sizes);
     }
     NBR_CHECK(nbr_comm_plan(state, algorithm, layout, req->block_sizes, &req->plan));
     /* the library takes the user's arguments as they are; its plan only
      * says what it moves (counters) */
-    req->library = algorithm->library && nbr_comm_library_usable(state);
+    req->library = algorithm->library && nbr_comm_library_usable(state, layout->coll);
     if (req->library) {
         NBR_CHECK(nbr_library_keep(req, call));
-        if (call->blocking && call->coll == NBR_COLL_ALLGATHER && !req->trial) {
+        if (call->blocking && call->kind == NBR_CALL_ALLGATHER && !req->trial) {
             req->plan->refs++; /* the next such call may take the shortcut */
             nbr_shared_plan_release(state->library_plan);
             state->library_plan = req->plan;

@@ -9,7 +9,8 @@
 /* A user buffer as the plan sees it. Dense datatypes (no gaps: size ==
  * extent == true extent) are used in place; others are packed into (send)
  * or unpacked from (receive) a contiguous staging buffer with MPI_Pack, so
- * plans only ever move byte ranges. */
+ * plans only ever move byte ranges. alltoallw gives every slot its own
+ * type: dense only when all of them are. */
 typedef struct nbr_typed_buffer {
     char *user;
     MPI_Datatype type; /* a duplicate when staged: the user may free theirs */
@@ -19,24 +20,32 @@ typedef struct nbr_typed_buffer {
     MPI_Aint extent, true_lb;
     int num_slots;
     int *counts;       /* staged only: element count per slot */
-    MPI_Aint *displs;  /* staged only: element displacement per slot */
+    MPI_Aint *starts;  /* staged only: where a slot's data starts in user, bytes */
+    MPI_Datatype *types; /* alltoallw, staged only: each slot's type (duplicates,
+                          * a run of equal ones shares one) */
+    int owns_types;
     char *staging;
     size_t staging_bytes;
 } nbr_typed_buffer_t;
 
-/* One call's arguments, whatever the collective. */
+/* One call's arguments, whatever the collective; arrays are indexed by the
+ * user's blocks (a cartesian communicator's MPI_PROC_NULL ones included). */
 typedef struct nbr_call {
-    nbr_collective_t coll;
+    nbr_call_kind_t kind;
     const void *sendbuf;
-    int sendcount;          /* allgather(v) */
-    const int *sendcounts;  /* alltoallv */
-    const int *sdispls;     /* alltoallv */
-    MPI_Datatype sendtype;
+    int sendcount;          /* allgather(v), alltoall */
+    const int *sendcounts;  /* alltoallv, alltoallw */
+    const int *sdispls;     /* alltoallv (elements) */
+    const MPI_Aint *sdispls_w; /* alltoallw (bytes) */
+    MPI_Datatype sendtype;  /* all but alltoallw */
+    const MPI_Datatype *sendtypes; /* alltoallw */
     void *recvbuf;
-    int recvcount;          /* allgather */
-    const int *recvcounts;  /* allgatherv, alltoallv */
-    const int *rdispls;     /* allgatherv, alltoallv */
-    MPI_Datatype recvtype;
+    int recvcount;          /* allgather, alltoall */
+    const int *recvcounts;  /* allgatherv, alltoallv, alltoallw */
+    const int *rdispls;     /* allgatherv, alltoallv (elements) */
+    const MPI_Aint *rdispls_w; /* alltoallw (bytes) */
+    MPI_Datatype recvtype;  /* all but alltoallw */
+    const MPI_Datatype *recvtypes; /* alltoallw */
     MPI_Comm comm;
     int blocking; /* a blocking call: auto may time it (its trial) */
 } nbr_call_t;
@@ -57,6 +66,10 @@ struct nbr_request {
     int library;
     nbr_call_t call;
     int library_send_type_owned, library_recv_type_owned; /* call's types are duplicates */
+    /* a persistent alltoallw: the call's type arrays, with duplicates of
+     * derived types (owned where the flag says so) */
+    MPI_Datatype *library_types[2];
+    char *library_types_owned[2];
     MPI_Request library_request;
 };
 

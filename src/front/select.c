@@ -16,18 +16,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* allgather: the block size (equal on every rank); the v-forms: one
- * decision per collective (see nbr_decision_t). */
-static size_t signature(const nbr_layout_t *layout)
+/* allgather and alltoall: the block size (equal on every rank; a rank
+ * without out-neighbors sends none, so its receive block stands for it);
+ * the v- and w-forms: one decision per collective (see nbr_decision_t). */
+static size_t signature(nbr_call_kind_t kind, const nbr_layout_t *layout)
 {
-    return layout->coll == NBR_COLL_ALLGATHER ? layout->send[0].bytes : 0;
+    if (!nbr_call_uniform(kind))
+        return 0;
+    if (layout->num_send_slots > 0)
+        return layout->send[0].bytes;
+    return layout->num_recv_slots > 0 ? layout->recv[0].bytes : 0;
 }
 
-nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, const nbr_layout_t *layout)
+nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind,
+                                  const nbr_layout_t *layout)
 {
     for (int i = 0; i < NBR_DECISIONS; i++) {
         nbr_decision_t *d = &state->decisions[i];
-        if (d->valid && d->coll == layout->coll && d->block_bytes == signature(layout))
+        if (d->valid && d->kind == kind && d->block_bytes == signature(kind, layout))
             return d;
     }
     return NULL;
@@ -77,7 +83,8 @@ static void trial_sides(const nbr_comm_t *state, const double *job,
     d->num_sides = num;
 }
 
-static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout, const double *job,
+static void keep_decision(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
+                          const double *job,
                           const nbr_algorithm_t *const *candidates, int n, int best,
                           int fallback)
 {
@@ -91,7 +98,7 @@ static void keep_decision(nbr_comm_t *state, const nbr_layout_t *layout, const d
     }
     if (slot->valid && slot->num_sides > 0)
         state->trials--; /* replaced while on trial */
-    *slot = (nbr_decision_t){.valid = 1, .coll = layout->coll, .block_bytes = signature(layout),
+    *slot = (nbr_decision_t){.valid = 1, .kind = kind, .block_bytes = signature(kind, layout),
                              .algorithm = candidates[best], .last_use = ++state->decision_clock};
     trial_sides(state, job, candidates, n, best, fallback, slot);
     if (slot->num_sides > 0)
@@ -153,8 +160,9 @@ out:
     free(offset_of);
 }
 
-static void log_prices(const nbr_comm_t *state, const nbr_layout_t *layout, const double *job,
-                       const nbr_algorithm_t *const *candidates, int n, int chosen)
+static void log_prices(const nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
+                       const double *job, const nbr_algorithm_t *const *candidates, int n,
+                       int chosen)
 {
     if (!nbr_log_enabled(NBR_LOG_INFO))
         return;
@@ -164,8 +172,9 @@ static void log_prices(const nbr_comm_t *state, const nbr_layout_t *layout, cons
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %.1f us",
                                  k ? ", " : "", candidates[k]->name, job[k] * 1e6);
     NBR_INFO("comm %d: auto chose %s for %s (block %zu bytes, machine %s): %s", state->id,
-             candidates[chosen]->name, nbr_collective_name(layout->coll),
-             layout->send[0].bytes, state->config.machine.name, text);
+             candidates[chosen]->name, nbr_call_name(kind),
+             layout->num_send_slots > 0 ? layout->send[0].bytes : 0, state->config.machine.name,
+             text);
 }
 
 int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
@@ -178,9 +187,10 @@ int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int d
     for (int i = 0; i < nbr_algorithm_count(); i++) {
         const nbr_algorithm_t *a = nbr_algorithm_at(i);
         if (!nbr_select_eligible(a, layout->coll, state->nranks,
-                                 state->config.auto_whole_graph_ranks, nbr_comm_library_usable(state)))
+                                 state->config.auto_whole_graph_ranks,
+                                 nbr_comm_library_usable(state, layout->coll)))
             continue;
-        if (a == nbr_select_baseline(nbr_comm_library_usable(state)))
+        if (a == nbr_select_baseline(nbr_comm_library_usable(state, layout->coll)))
             *fallback = *count;
         needs |= a->needs;
         candidates[(*count)++] = a;
@@ -226,11 +236,11 @@ out:
     return rc;
 }
 
-int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
-                    int persistent, int blocking, const nbr_algorithm_t **chosen,
-                    nbr_decision_t **trial)
+int nbr_comm_select(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
+                    int device_buffers, int persistent, int blocking,
+                    const nbr_algorithm_t **chosen, nbr_decision_t **trial)
 {
-    nbr_decision_t *known = persistent ? NULL : nbr_comm_decision(state, layout);
+    nbr_decision_t *known = persistent ? NULL : nbr_comm_decision(state, kind, layout);
     *trial = NULL;
     if (known) {
         known->last_use = ++state->decision_clock;
@@ -255,8 +265,7 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_bu
     NBR_CHECK(nbr_select_job_prices(state, mine, n, job));
     int best = nbr_select_choose(job, n, fallback);
     if (best < 0) {
-        NBR_ERROR("auto: no algorithm could plan this %s on every rank",
-                  nbr_collective_name(layout->coll));
+        NBR_ERROR("auto: no algorithm could plan this %s on every rank", nbr_call_name(kind));
         rc = NBR_ERR_INTERNAL;
         goto out;
     }
@@ -265,8 +274,8 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_bu
     if (fallback >= 0 && job[fallback] <= 0)
         best = fallback;
     else if (!persistent)
-        keep_decision(state, layout, job, candidates, n, best, fallback);
-    log_prices(state, layout, job, candidates, n, best);
+        keep_decision(state, kind, layout, job, candidates, n, best, fallback);
+    log_prices(state, kind, layout, job, candidates, n, best);
     *chosen = candidates[best];
 out:
     free(candidates);
@@ -331,7 +340,8 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
         qsort(calls_of, (size_t)calls, sizeof(double), cmp_double);
         job[t] = calls_of[calls / 2];
     }
-    const nbr_algorithm_t *baseline = nbr_select_baseline(nbr_comm_library_usable(state));
+    const nbr_algorithm_t *baseline =
+        nbr_select_baseline(nbr_comm_library_usable(state, nbr_call_shape(trial->kind)));
     int keep = 0, base = -1;
     char text[256] = "";
     size_t used = 0;
@@ -352,7 +362,7 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
     int again = keep != 0 && !trial->retried;
     NBR_INFO("comm %d: auto's %s for %s (block %zu bytes, median of %d calls): %s: %s %s",
              state->id, trial->retried ? "second trial" : "trial",
-             nbr_collective_name(trial->coll), trial->block_bytes, calls, text,
+             nbr_call_name(trial->kind), trial->block_bytes, calls, text,
              again ? "a second trial for" : "keeps", trial->sides[keep]->name);
     if (again) {
         const nbr_algorithm_t *first = trial->sides[keep];

@@ -5,7 +5,7 @@
 #include "front/comm.h"
 #include "plan/sim.h"
 
-/* The algorithm for a call of this layout (buffers on GPUs when
+/* The algorithm for a call of this kind and layout (buffers on GPUs when
  * device_buffers): the decision kept for its signature, else every
  * candidate priced on every rank and one allreduce, which makes it
  * collective: every rank must call it for the same calls (they do: the
@@ -27,12 +27,14 @@
  * nbr_comm_trial_record, on every rank (the last report is collective).
  * Nonblocking calls meanwhile run the priced winner, untimed. No trial
  * when the winner is priced above 10 ms a call (select.c says why). */
-int nbr_comm_select(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
-                    int persistent, int blocking, const nbr_algorithm_t **chosen,
-                    nbr_decision_t **trial);
+int nbr_comm_select(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
+                    int device_buffers, int persistent, int blocking,
+                    const nbr_algorithm_t **chosen, nbr_decision_t **trial);
 
-/* The decision kept for layout's signature, or NULL (no communication). */
-nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, const nbr_layout_t *layout);
+/* The decision kept for the signature of a call of this kind and layout,
+ * or NULL (no communication). */
+nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind,
+                                  const nbr_layout_t *layout);
 
 /* A timed trial call: seconds from start to completion (INFINITY when it
  * failed on this rank); the trial's last one agrees on the outcome. */

@@ -415,15 +415,13 @@ TEST_F(Errors, CreationRejectsBadDegreesAndRanksOnEveryRank)
     nbr_graph_free(&g);
 }
 
-TEST_F(Errors, CommunicatorWithoutDistGraphTopology)
+// Cartesian and graph communicators are topologies too (test_topologies).
+TEST_F(Errors, CommunicatorWithoutTopology)
 {
-    const int P = world_size();
-    MPI_Comm cart = MPI_COMM_NULL, dup = MPI_COMM_NULL;
-    int dims[1] = {P}, periods[1] = {1};
-    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+    MPI_Comm dup = MPI_COMM_NULL;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-    const std::pair<const char *, MPI_Comm> comms[] = {
-        {"MPI_COMM_WORLD", MPI_COMM_WORLD}, {"cartesian", cart}, {"dup of world", dup}};
+    const std::pair<const char *, MPI_Comm> comms[] = {{"MPI_COMM_WORLD", MPI_COMM_WORLD},
+                                                       {"dup of world", dup}};
     for (const auto &c : comms) {
         const std::string w = std::string(c.first) + ", rank " + std::to_string(world_rank());
         for (Op op : kOps)
@@ -450,9 +448,8 @@ TEST_F(Errors, CommunicatorWithoutDistGraphTopology)
         // The communicator itself still works for MPI.
         int one = 1, sum = 0;
         EXPECT_EQ(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c.second), MPI_SUCCESS) << w;
-        EXPECT_EQ(sum, P) << w;
+        EXPECT_EQ(sum, world_size()) << w;
     }
-    MPI_Comm_free(&cart);
     MPI_Comm_free(&dup);
     MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
     if (comm != MPI_COMM_NULL)

@@ -261,7 +261,7 @@ TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
 const nbr_decision_t *allgather_decision(const nbr_comm_t *state, size_t bytes)
 {
     for (const nbr_decision_t &x : state->decisions)
-        if (x.valid && x.coll == NBR_COLL_ALLGATHER && x.block_bytes == bytes)
+        if (x.valid && x.kind == NBR_CALL_ALLGATHER && x.block_bytes == bytes)
             return &x;
     return nullptr;
 }
@@ -425,9 +425,9 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
     ASSERT_EQ(nbr_comm_get(c.comm, MPI_INFO_NULL, &state), NBR_SUCCESS);
     const nbr_algorithm_t *halving = nbr_algorithm_find("halving"),
                           *combining = nbr_algorithm_find("combining"),
-                          *mpi = nbr_select_baseline(nbr_comm_library_usable(state));
+                          *mpi = nbr_select_baseline(nbr_comm_library_usable(state, NBR_COLL_ALLGATHER));
     // the library without the device layer, naive with it (NBR_DEVICE=emulate)
-    EXPECT_STREQ(mpi->name, nbr_comm_library_usable(state) ? "mpi" : "naive");
+    EXPECT_STREQ(mpi->name, nbr_comm_library_usable(state, NBR_COLL_ALLGATHER) ? "mpi" : "naive");
     // runs one trial over sides with these times (us) per side; returns
     // the counted calls per side
     auto run = [&](nbr_decision_t *d, std::vector<double> us) {
@@ -442,7 +442,7 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
     auto fresh = [&]() {
         nbr_decision_t d{};
         d.valid = 1;
-        d.coll = NBR_COLL_ALLGATHER;
+        d.kind = NBR_CALL_ALLGATHER;
         d.algorithm = halving; // the priced winner
         d.num_sides = 3;
         d.sides[0] = halving;
