@@ -103,6 +103,52 @@ void nbr_job_free(nbr_job_t *job)
     memset(job, 0, sizeof(*job));
 }
 
+int nbr_job_call_facts(const nbr_job_t *job, const nbr_layout_t *layouts, void **facts)
+{
+    const nbr_algorithm_t *algorithm = job->algorithm;
+    int n = job->graph->nranks, rc = NBR_SUCCESS;
+    *facts = NULL;
+    if (n == 0 || !nbr_algorithm_needs_call_facts(algorithm, &layouts[0]))
+        return NBR_SUCCESS;
+    size_t size = algorithm->call_facts_size;
+    char *all = calloc((size_t)n + 1, size);
+    void **contexts = calloc((size_t)n + 1, sizeof(void *));
+    if (!all || !contexts) {
+        free(all);
+        free(contexts);
+        return NBR_ERR_NOMEM;
+    }
+    for (int r = 0; r < n; r++) {
+        nbr_plan_input_t input = nbr_job_input(job, r, &layouts[r]);
+        contexts[r] = all + (size_t)r * size;
+        int init = algorithm->call_facts_init(&input, contexts[r]);
+        rc = rc == NBR_SUCCESS ? init : rc; /* every rank still takes part */
+    }
+    int run = nbr_engine_run_local(n, contexts, algorithm->call_facts_step,
+                                   NBR_CALL_FACTS_ROUNDS);
+    rc = rc == NBR_SUCCESS ? run : rc;
+    for (int r = 0; r < n && rc == NBR_SUCCESS; r++) {
+        uint64_t digest = 0;
+        rc = algorithm->call_facts_check(contexts[r], &digest);
+    }
+    free(contexts);
+    *facts = all;
+    return rc;
+}
+
+const void *nbr_job_facts_of(const nbr_job_t *job, const void *facts, int r)
+{
+    return facts ? (const char *)facts + (size_t)r * job->algorithm->call_facts_size : NULL;
+}
+
+void nbr_job_free_call_facts(const nbr_job_t *job, void *facts)
+{
+    int n = job->graph ? job->graph->nranks : 0;
+    for (int r = 0; facts && r < n; r++)
+        job->algorithm->call_facts_free((char *)facts + (size_t)r * job->algorithm->call_facts_size);
+    free(facts);
+}
+
 /* The occurrence of each entry of a list among the equal ones before it
  * (repeated edges: the k-th s -> d edge), with seen[] zero before and after. */
 static void occurrences(const int *list, int n, int *seen, int *k)

@@ -42,6 +42,17 @@ nbr_plan_input_t nbr_job_input(const nbr_job_t *job, int rank, const nbr_layout_
 
 void nbr_job_free(nbr_job_t *job);
 
+/* The algorithm's call facts exchange (nbr_algorithm_t.call_facts_step)
+ * for these layouts (layouts[r] is rank r's), every rank at once in this
+ * process: *facts gets one context per rank, call_facts_size bytes each;
+ * NULL where the algorithm has none for this collective. A rank's check
+ * failing (a signature mismatch) is returned after the exchange. Free
+ * with nbr_job_free_call_facts. */
+int nbr_job_call_facts(const nbr_job_t *job, const nbr_layout_t *layouts, void **facts);
+/* Rank r's context in facts (NULL when facts is). */
+const void *nbr_job_facts_of(const nbr_job_t *job, const void *facts, int r);
+void nbr_job_free_call_facts(const nbr_job_t *job, void *facts);
+
 /* Layouts of one synthetic call for every rank of graph (layouts[r],
  * zeroed or reused): allgather blocks of `bytes`, allgatherv blocks and
  * alltoallv messages of the benchmark's varied sizes (nbr_block_bytes,

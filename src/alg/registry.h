@@ -7,10 +7,12 @@
 #ifndef NBR_REGISTRY_H
 #define NBR_REGISTRY_H
 
+#include "base/engine.h"
 #include "plan/plan.h"
 #include "topo/locality.h"
 
 #include <mpi.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +62,10 @@ typedef struct nbr_plan_input {
      * handles, by source rank, from the size round of the call; NULL
      * otherwise (the builder then falls back to naive). */
     const size_t *block_sizes;
+    /* Algorithms with call facts (nbr_algorithm_t.call_facts_step): what
+     * the call's facts exchange gathered for this rank; NULL otherwise (the
+     * builder then falls back to naive). */
+    const void *call_facts;
     int describe; /* write the pattern into the plan's notes */
 } nbr_plan_input_t;
 
@@ -113,7 +119,36 @@ typedef struct nbr_algorithm {
     /* Predicted seconds of this rank's part of the collective, or
      * NBR_COST_UNKNOWN; NULL: always unknown. */
     double (*cost)(const nbr_cost_query_t *query);
+    /* Call facts: what a plan needs from other ranks that depends on the
+     * call's block sizes (aggregate: its region's edges with their bytes,
+     * its partners in other regions). call_facts_init makes this rank's
+     * context (call_facts_size bytes) from its input, layout and pattern
+     * included; call_facts_step then runs under the rounds engine on every
+     * rank at once (collective), and the builder finds the context in
+     * input->call_facts. call_facts_check says whether the exchange
+     * worked on this rank (a send and receive size that disagree:
+     * NBR_ERR_TYPE_MISMATCH, though the plan still runs) and gives a
+     * digest of what the plan depends on (equal digests, equal plans);
+     * call_facts_free frees what init and the rounds made. NULL step:
+     * none. */
+    size_t call_facts_size;
+    int call_facts_rounds; /* the rounds its step takes, every rank alike */
+    int (*call_facts_init)(const nbr_plan_input_t *input, void *facts);
+    nbr_round_fn call_facts_step;
+    int (*call_facts_check)(const void *facts, uint64_t *digest);
+    void (*call_facts_free)(void *facts);
 } nbr_algorithm_t;
+
+/* The most rounds a call facts exchange takes (engines stop there). */
+#define NBR_CALL_FACTS_ROUNDS 8
+
+/* Whether a plan of algorithm for layout needs the call's facts. */
+static inline int nbr_algorithm_needs_call_facts(const nbr_algorithm_t *algorithm,
+                                                 const nbr_layout_t *layout)
+{
+    return algorithm->call_facts_step &&
+           (algorithm->collectives & NBR_COLL_BIT(layout->coll)) != 0;
+}
 
 int nbr_algorithm_count(void);
 const nbr_algorithm_t *nbr_algorithm_at(int index);

@@ -1,5 +1,6 @@
 #include "front/comm.h"
 
+#include "base/engine.h"
 #include "base/log.h"
 #include "alg/node_lists.h"
 #include "alg/select.h"
@@ -430,15 +431,66 @@ int nbr_comm_pattern(nbr_comm_t *state, const nbr_algorithm_t *algorithm, const 
     return rc;
 }
 
+/* A rank that cannot take part in a call facts exchange still runs its
+ * rounds, silent, so that no other rank waits for it. */
+static int silent_step(void *context, int round, const nbr_mailbox_t *inbox,
+                       nbr_mailbox_t *outbox, int *done)
+{
+    (void)inbox;
+    (void)outbox;
+    *done = round + 1 >= *(const int *)context;
+    return NBR_SUCCESS;
+}
+
+int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                        const nbr_layout_t *layout, void **facts, uint64_t *digest)
+{
+    *facts = NULL;
+    *digest = 0;
+    if (!nbr_algorithm_needs_call_facts(algorithm, layout))
+        return NBR_SUCCESS;
+    const void *pattern = NULL;
+    int rc = nbr_comm_pattern(state, algorithm, &pattern);
+    void *context = rc == NBR_SUCCESS ? calloc(1, algorithm->call_facts_size) : NULL;
+    if (rc == NBR_SUCCESS && !context)
+        rc = NBR_ERR_NOMEM;
+    if (rc == NBR_SUCCESS) {
+        nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, layout);
+        rc = algorithm->call_facts_init(&input, context);
+    }
+    int rounds = algorithm->call_facts_rounds;
+    int run = context ? nbr_engine_run_mpi(state->comm, NBR_TAG_ENGINE, context,
+                                           algorithm->call_facts_step, NBR_CALL_FACTS_ROUNDS)
+                      : nbr_engine_run_mpi(state->comm, NBR_TAG_ENGINE, &rounds, silent_step,
+                                           NBR_CALL_FACTS_ROUNDS);
+    rc = rc == NBR_SUCCESS ? run : rc;
+    if (rc == NBR_SUCCESS || rc == NBR_ERR_TYPE_MISMATCH)
+        rc = algorithm->call_facts_check(context, digest);
+    if (rc != NBR_SUCCESS && rc != NBR_ERR_TYPE_MISMATCH) {
+        nbr_comm_free_call_facts(algorithm, context);
+        return rc;
+    }
+    *facts = context;
+    return rc;
+}
+
+void nbr_comm_free_call_facts(const nbr_algorithm_t *algorithm, void *facts)
+{
+    if (facts)
+        algorithm->call_facts_free(facts);
+    free(facts);
+}
+
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   const nbr_layout_t *layout, const size_t *block_sizes,
-                  nbr_shared_plan_t **out_plan)
+                  const void *call_facts, uint64_t facts_digest, nbr_shared_plan_t **out_plan)
 {
     /* plans that depend on other ranks' sizes are this call's alone */
     int cacheable = !block_sizes, slot = 0;
     for (int c = 0; cacheable && c < NBR_PLAN_CACHE; c++) {
         nbr_shared_plan_t *cached = state->cache[c];
-        if (cached && cached->algorithm == algorithm && nbr_layout_equal(&cached->layout, layout)) {
+        if (cached && cached->algorithm == algorithm && cached->facts_digest == facts_digest &&
+            nbr_layout_equal(&cached->layout, layout)) {
             cached->refs++;
             state->cache_use[c] = ++state->cache_clock;
             *out_plan = cached;
@@ -454,6 +506,7 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         return NBR_ERR_NOMEM;
     shared->refs = 1;
     shared->algorithm = algorithm;
+    shared->facts_digest = facts_digest;
     int rc = nbr_layout_copy(&shared->layout, layout);
     if (rc != NBR_SUCCESS) {
         free(shared);
@@ -463,6 +516,7 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
     rc = nbr_comm_pattern(state, algorithm, &pattern);
     nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, &shared->layout);
     input.block_sizes = block_sizes;
+    input.call_facts = call_facts;
     if (rc == NBR_SUCCESS)
         rc = nbr_build_plan(algorithm, &input, &shared->plan);
     if (rc != NBR_SUCCESS) {

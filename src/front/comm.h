@@ -18,6 +18,7 @@ typedef struct nbr_shared_plan {
     int refs;
     const nbr_algorithm_t *algorithm;
     nbr_layout_t layout;
+    uint64_t facts_digest; /* of the call facts it was built from (0: none) */
     nbr_plan_t plan;
 } nbr_shared_plan_t;
 
@@ -160,13 +161,24 @@ void nbr_comm_release(nbr_comm_t *state);
 int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent);
 
 /* The plan for this layout with this algorithm: a cached one of this
- * algorithm and layout; else a new one
- * (cached unless block_sizes is given: see nbr_plan_input_t), with the
- * algorithm's pattern built and kept first if it has none yet. Returned
+ * algorithm, layout and call facts digest; else a new one (cached unless
+ * block_sizes is given: see nbr_plan_input_t), with the algorithm's
+ * pattern built and kept first if it has none yet. call_facts: what the
+ * call's facts exchange gathered (nbr_comm_call_facts), or NULL. Returned
  * referenced: release with nbr_shared_plan_release. */
 int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   const nbr_layout_t *layout, const size_t *block_sizes,
-                  nbr_shared_plan_t **plan);
+                  const void *call_facts, uint64_t facts_digest, nbr_shared_plan_t **plan);
+
+/* The call facts of algorithm for this layout (nbr_algorithm_t): every
+ * rank of the communicator runs the exchange, whatever fails on it, so
+ * nobody waits. *facts (free with nbr_comm_free_call_facts) is NULL when
+ * the algorithm needs none; NBR_ERR_TYPE_MISMATCH says a send and receive
+ * signature disagree here (the plan still runs); other errors mean no
+ * plan (not agreed: the caller does). */
+int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                        const nbr_layout_t *layout, void **facts, uint64_t *digest);
+void nbr_comm_free_call_facts(const nbr_algorithm_t *algorithm, void *facts);
 
 /* What a builder of algorithm sees of this communicator: its facts, the
  * algorithm's parameters and, when built, its pattern. layout may be NULL

@@ -600,7 +600,25 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         NBR_CHECK(exchange_block_sizes(state, algorithm, tag_base, layout, &req->block_sizes));
         req->sizes_differ = block_sizes_differ(state, layout, req->block_sizes);
     }
-    NBR_CHECK(nbr_comm_plan(state, algorithm, layout, req->block_sizes, &req->plan));
+    /* aggregate's agents depend on every rank's sizes: an exchange first,
+     * every call (the v-forms' sizes may change on any rank), once for a
+     * persistent request; a hard failure anywhere fails it everywhere */
+    void *facts = NULL;
+    uint64_t digest = 0;
+    rc = nbr_comm_call_facts(state, algorithm, layout, &facts, &digest);
+    if (rc == NBR_ERR_TYPE_MISMATCH) {
+        NBR_ERROR("%s: another node sends this node other sizes than its ranks receive: send "
+                  "and receive signatures differ", nbr_call_name(call->kind));
+        req->sizes_differ = 1;
+        rc = NBR_SUCCESS;
+    }
+    if (nbr_algorithm_needs_call_facts(algorithm, layout))
+        rc = nbr_agree(state->comm, rc);
+    if (rc == NBR_SUCCESS)
+        rc = nbr_comm_plan(state, algorithm, layout, req->block_sizes, facts, digest, &req->plan);
+    nbr_comm_free_call_facts(algorithm, facts);
+    if (rc != NBR_SUCCESS)
+        goto out;
     /* the library takes the user's arguments as they are; its plan only
      * says what it moves (counters) */
     req->library = algorithm->library && nbr_comm_library_usable(state, layout->coll);

@@ -118,10 +118,19 @@ static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
     nbr_layout_t sizes = {0};
     size_t *block_sizes = NULL, *offset_of = NULL;
     int relay = layout->coll == NBR_COLL_ALLGATHERV && algorithm->size_plan;
+    void *facts = NULL;
+    uint64_t digest = 0;
     *parts = (nbr_sim_parts_t){.seconds = INFINITY};
-    if (nbr_comm_pattern(state, algorithm, &pattern) != NBR_SUCCESS)
+    /* collective (every rank, whatever fails on it, before any early
+     * return); a rank that cannot price it rules it out for all */
+    int facts_rc = nbr_comm_call_facts(state, algorithm, layout, &facts, &digest);
+    if ((facts_rc != NBR_SUCCESS && facts_rc != NBR_ERR_TYPE_MISMATCH) ||
+        nbr_comm_pattern(state, algorithm, &pattern) != NBR_SUCCESS) {
+        nbr_comm_free_call_facts(algorithm, facts);
         return;
+    }
     nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, layout);
+    input.call_facts = facts;
     nbr_sim_input_t machine = {.locality = &state->locality, .machine = &state->config.machine,
                                .device_buffers = device_buffers};
     if (relay) {
@@ -155,6 +164,7 @@ static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         parts->net_in_bytes += round.net_in_bytes;
     }
 out:
+    nbr_comm_free_call_facts(algorithm, facts);
     nbr_layout_free(&sizes);
     free(block_sizes);
     free(offset_of);

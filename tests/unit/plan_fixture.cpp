@@ -102,15 +102,21 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
         message_ = std::string("job: ") + nbr_error_string(rc);
         return rc;
     }
+    void *facts = nullptr; // the call's facts exchange, for algorithms with one
+    rc = nbr_job_call_facts(&job, layouts.data(), &facts);
+    if (rc != NBR_SUCCESS)
+        message_ = std::string("call facts: ") + nbr_error_string(rc);
     for (int r = 0; r < graph_->nranks && rc == NBR_SUCCESS; r++) {
         nbr_plan_input_t input = nbr_job_input(&job, r, &layouts[r]);
         input.pattern = patterns.empty() ? nullptr : patterns[r];
         input.block_sizes = block_sizes.empty() ? nullptr : block_sizes.data();
+        input.call_facts = nbr_job_facts_of(&job, facts, r);
         nbr_plan_free(&plans[r]);
         rc = nbr_build_plan(algorithm, &input, &plans[r]);
         if (rc != NBR_SUCCESS)
             message_ = "rank " + std::to_string(r) + ": build failed: " + nbr_error_string(rc);
     }
+    nbr_job_free_call_facts(&job, facts);
     nbr_job_free(&job);
     return rc;
 }

@@ -1,0 +1,199 @@
+// aggregate (three-step locality-aware alltoallv): the verifier over
+// seeded graphs and region layouts, and the messages between regions the
+// graph implies: one per region pair and direction.
+#include "plan_fixture.h"
+
+extern "C" {
+#include "alg/aggregate.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+const nbr_algorithm_t *aggregate() { return nbr_algorithm_find("aggregate"); }
+
+struct Graph {
+    nbr_graph_t g{};
+    ~Graph() { nbr_graph_free(&g); }
+};
+
+// Ranks placed on nodes by a key per rank (regions of any sizes, not
+// contiguous), one socket per node unless ranks_per_socket.
+struct Placement {
+    nbr_locality_t loc{};
+    Placement(const std::vector<int> &node_key, int ranks_per_socket = 0)
+    {
+        EXPECT_EQ(nbr_locality_from_keys((int)node_key.size(), node_key.data(), nullptr,
+                                         ranks_per_socket, &loc),
+                  NBR_SUCCESS);
+    }
+    ~Placement() { nbr_locality_free(&loc); }
+};
+
+// Messages between nodes, by (source node, destination node).
+std::map<std::pair<int, int>, int> messages_between_nodes(const std::vector<nbr_plan_t> &plans,
+                                                          const nbr_locality_t &loc)
+{
+    std::map<std::pair<int, int>, int> n;
+    for (const nbr_plan_t &plan : plans)
+        for (int i = 0; i < plan.num_ops; i++)
+            if (plan.ops[i].kind == NBR_OP_SEND) {
+                int a = loc.node_of[plan.rank], b = loc.node_of[plan.ops[i].peer];
+                if (a != b)
+                    n[{a, b}]++;
+            }
+    return n;
+}
+
+// Node pairs the graph sends between.
+std::set<std::pair<int, int>> node_pairs(const nbr_graph_t &g, const nbr_locality_t &loc)
+{
+    std::set<std::pair<int, int>> pairs;
+    for (int r = 0; r < g.nranks; r++)
+        for (int e = g.out_offsets[r]; e < g.out_offsets[r + 1]; e++) {
+            int a = loc.node_of[r], b = loc.node_of[g.out_targets[e]];
+            if (a != b)
+                pairs.insert({a, b});
+        }
+    return pairs;
+}
+
+// The graph of seed s: random multigraphs (repeated edges, self-loops) and
+// Erdos-Renyi graphs of several densities, 1-40 ranks.
+int seeded_graph(uint64_t s, nbr_graph_t *g)
+{
+    uint64_t state = s * 0x9E3779B97F4A7C15ull + 11;
+    int n = 1 + (int)(nbr_splitmix64(&state) % 40);
+    if (nbr_splitmix64(&state) % 2)
+        return nbr_graph_random_multi(n, 1 + (int)(nbr_splitmix64(&state) % 8), s, g);
+    double density = 0.05 + 0.9 * (double)(nbr_splitmix64(&state) % 1000) / 1000.0;
+    return nbr_graph_erdos_renyi(n, density, s, g);
+}
+
+// Regions for seed s: one region, one rank per region, or random node
+// keys (uneven sizes, members not contiguous).
+std::vector<int> seeded_keys(uint64_t s, int n)
+{
+    uint64_t state = s * 31 + 7;
+    std::vector<int> key(n);
+    int kind = (int)(s % 4), nodes = 1 + (int)(nbr_splitmix64(&state) % (uint64_t)(n > 1 ? n : 1));
+    for (int r = 0; r < n; r++)
+        key[r] = kind == 0 ? 0 : kind == 1 ? r : (int)(nbr_splitmix64(&state) % (uint64_t)nodes);
+    return key;
+}
+
+} // namespace
+
+TEST(AggregatePlans, VerifierOverSeededGraphsAndRegions)
+{
+    int checked = 0;
+    for (uint64_t s = 1; s <= 1200; s++) {
+        Graph G;
+        ASSERT_EQ(seeded_graph(s, &G.g), NBR_SUCCESS) << "seed " << s;
+        Placement place(seeded_keys(s, G.g.nranks), s % 5 == 0 ? 2 : 0);
+        LayoutParams lp;
+        lp.coll = NBR_COLL_ALLTOALLV;
+        lp.block = (s % 3 == 0) ? 0 : 24; // all empty blocks, or 0-24 bytes each
+        lp.gap = s % 2;                   // gaps: the packing and unpacking copies
+        lp.reverse = s % 7 == 0;
+        lp.seed = s;
+        WholeJob w(&G.g, lp, &place.loc);
+        const std::string what = "seed " + std::to_string(s) + ", " + std::to_string(G.g.nranks) +
+                                 " ranks on " + std::to_string(place.loc.num_nodes) + " nodes";
+        ASSERT_EQ(w.build(aggregate()), NBR_SUCCESS) << what << ": " << w.message();
+        ASSERT_EQ(w.verify(), NBR_SUCCESS) << what << ": " << w.message();
+        // one message per node pair and direction, nothing else between nodes
+        auto sent = messages_between_nodes(w.plans, place.loc);
+        auto pairs = node_pairs(G.g, place.loc);
+        EXPECT_EQ(sent.size(), pairs.size()) << what;
+        for (const auto &p : pairs)
+            EXPECT_EQ(sent[p], 1) << what << ": node " << p.first << " -> " << p.second;
+        checked++;
+    }
+    EXPECT_EQ(checked, 1200);
+}
+
+// Socket regions: one message per socket pair; messages between sockets of
+// one node count too.
+TEST(AggregatePlans, SocketRegions)
+{
+    Graph G;
+    ASSERT_EQ(nbr_graph_erdos_renyi(24, 0.6, 5, &G.g), NBR_SUCCESS);
+    Placement place(std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                    3); // 2 nodes x 4 sockets x 3 ranks
+    nbr_algorithm_params_t all{};
+    ASSERT_EQ(nbr_algorithm_params_load(MPI_INFO_NULL, &all), NBR_SUCCESS);
+    nbr_aggregate_params_t p =
+        *(const nbr_aggregate_params_t *)nbr_algorithm_params_of(&all, aggregate());
+    p.by_socket = 1;
+    LayoutParams lp;
+    lp.coll = NBR_COLL_ALLTOALLV;
+    lp.block = 16;
+    WholeJob w(&G.g, lp, &place.loc);
+    w.params = &p;
+    ASSERT_EQ(w.build(aggregate()), NBR_SUCCESS) << w.message();
+    ASSERT_EQ(w.verify(), NBR_SUCCESS) << w.message();
+    std::map<std::pair<int, int>, int> sent;
+    for (const nbr_plan_t &plan : w.plans)
+        for (int i = 0; i < plan.num_ops; i++)
+            if (plan.ops[i].kind == NBR_OP_SEND &&
+                place.loc.socket_of[plan.rank] != place.loc.socket_of[plan.ops[i].peer] &&
+                plan.ops[i].tag == 2)
+                sent[{place.loc.socket_of[plan.rank], place.loc.socket_of[plan.ops[i].peer]}]++;
+    EXPECT_EQ(sent.size(), 8u * 7u) << "a dense graph joins every socket pair";
+    for (const auto &kv : sent)
+        EXPECT_EQ(kv.second, 1) << "socket " << kv.first.first << " -> " << kv.first.second;
+    nbr_algorithm_params_free(&all);
+}
+
+// Agents share the remote nodes: with 8 nodes of 4 ranks and every rank
+// sending to every other node, each rank sends for at most 2 nodes.
+TEST(AggregatePlans, AgentsShareTheRemoteNodes)
+{
+    Graph G;
+    ASSERT_EQ(nbr_graph_erdos_renyi(32, 1.0, 3, &G.g), NBR_SUCCESS);
+    Machine m(nullptr, 32, 4);
+    LayoutParams lp;
+    lp.coll = NBR_COLL_ALLTOALLV;
+    lp.block = 8;
+    WholeJob w(&G.g, lp, &m.loc);
+    ASSERT_EQ(w.build(aggregate()), NBR_SUCCESS) << w.message();
+    ASSERT_EQ(w.verify(), NBR_SUCCESS) << w.message();
+    for (const nbr_plan_t &plan : w.plans) {
+        int between = 0;
+        for (int i = 0; i < plan.num_ops; i++)
+            between += plan.ops[i].kind == NBR_OP_SEND &&
+                       m.loc.node_of[plan.ops[i].peer] != m.loc.node_of[plan.rank];
+        EXPECT_LE(between, 2) << "rank " << plan.rank << " sends to " << between << " nodes";
+        EXPECT_EQ(plan.stats.msgs_inter_node, (uint64_t)between);
+    }
+}
+
+// Without its call facts (a tool, another algorithm's request) the builder
+// gives naive's plan, which the verifier accepts too.
+TEST(AggregatePlans, NoFactsMeansNaive)
+{
+    Graph G;
+    ASSERT_EQ(nbr_graph_erdos_renyi(12, 0.5, 9, &G.g), NBR_SUCCESS);
+    Machine m(nullptr, 12, 4);
+    LayoutParams lp;
+    lp.coll = NBR_COLL_ALLTOALLV;
+    WholeJob w(&G.g, lp, &m.loc);
+    nbr_job_t job;
+    ASSERT_EQ(nbr_job_init(&job, &G.g, &m.loc, aggregate(), nullptr), NBR_SUCCESS);
+    for (int r = 0; r < 12; r++) {
+        nbr_plan_input_t input = nbr_job_input(&job, r, &w.layouts[r]);
+        ASSERT_EQ(nbr_build_plan(aggregate(), &input, &w.plans[r]), NBR_SUCCESS);
+        EXPECT_EQ(w.plans[r].num_phases, 1) << "rank " << r;
+    }
+    nbr_job_free(&job);
+    EXPECT_EQ(w.verify(), NBR_SUCCESS) << w.message();
+}
