@@ -186,15 +186,25 @@ static int whole_job_report(const options_t *o, nbr_job_t *job, const nbr_layout
     int status = 0;
     for (int rep = 0; rep < o->repeat && status == 0; rep++) {
         double t1 = bh_now();
+        void *facts = NULL; /* the call's facts exchange (aggregate), in build time */
+        int frc = nbr_job_call_facts(job, layouts, &facts);
+        if (frc != NBR_SUCCESS) {
+            fprintf(stderr, "call facts failed: %s\n", nbr_error_string(frc));
+            nbr_job_free_call_facts(job, facts);
+            return 1;
+        }
         for (int r = 0; r < o->ranks; r++) {
             nbr_plan_input_t input = nbr_job_input(job, r, &layouts[r]);
+            input.call_facts = nbr_job_facts_of(job, facts, r);
             nbr_plan_free(&plans[r]);
             int rc = nbr_build_plan(job->algorithm, &input, &plans[r]);
             if (rc != NBR_SUCCESS) {
                 fprintf(stderr, "rank %d: build failed: %s\n", r, nbr_error_string(rc));
+                nbr_job_free_call_facts(job, facts);
                 return 1;
             }
         }
+        nbr_job_free_call_facts(job, facts);
         double t2 = bh_now();
         char message[512];
         int rc = nbr_verify_plans(job->graph, layouts, plans, message, sizeof message);

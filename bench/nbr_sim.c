@@ -226,8 +226,13 @@ static int price(call_t *c, nbr_job_t *job, int size_round, nbr_sim_result_t *re
                                 : NBR_ERR_NOMEM;
         layouts = sizes;
     }
+    void *facts = NULL; /* aggregate's exchange, run for every rank here */
+    if (rc == NBR_SUCCESS && (rc = nbr_job_call_facts(job, layouts, &facts)) != NBR_SUCCESS)
+        fprintf(stderr, "nbr_sim: %s: call facts: %s\n", job->algorithm->name,
+                nbr_error_string(rc));
     for (int r = 0; r < n && rc == NBR_SUCCESS; r++) {
         nbr_plan_input_t input = nbr_job_input(job, r, &layouts[r]);
+        input.call_facts = nbr_job_facts_of(job, facts, r);
         if (!size_round && c->block_sizes && job->algorithm->size_plan)
             input.block_sizes = c->block_sizes;
         nbr_plan_free(&c->plans[r]);
@@ -237,6 +242,7 @@ static int price(call_t *c, nbr_job_t *job, int size_round, nbr_sim_result_t *re
             fprintf(stderr, "nbr_sim: %s, rank %d: %s\n", job->algorithm->name, r,
                     nbr_error_string(rc));
     }
+    nbr_job_free_call_facts(job, facts);
     if (rc == NBR_SUCCESS) {
         nbr_sim_input_t in = {n, c->plans, c->loc, c->machine, c->o->device};
         char why[512];
