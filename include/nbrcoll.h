@@ -315,6 +315,30 @@ NBR_API int nbr_neighbor_alltoallw_init(const void *sendbuf,
                                         MPI_Comm comm, MPI_Info info,
                                         nbr_request_t *request);
 
+/* alltoallv_init with the global index of every value (the locality-aware
+ * alltoallv paper's extension): send_global_idx[sdispls[j] + e] names the
+ * value in element e of send block j, recv_global_idx[rdispls[i] + e] the
+ * value that element e of receive block i gets (indexed as the
+ * displacements count elements). Elements a rank sends with one index
+ * must hold one value, and every element a rank receives from a sender
+ * with an index gets that sender's value of that index. The dedup
+ * algorithm (the default's candidate for such calls) then moves a value
+ * that several ranks of one node need across to that node once, and
+ * inside each node once; other algorithms move every element as
+ * alltoallv_init does. sendtype and recvtype must have the same size (one
+ * element each). Both index arrays NULL: alltoallv_init. */
+NBR_API int nbr_neighbor_alltoallv_init_ext(const void *sendbuf,
+                                            const int *sendcounts,
+                                            const int *sdispls,
+                                            MPI_Datatype sendtype, void *recvbuf,
+                                            const int *recvcounts,
+                                            const int *rdispls,
+                                            MPI_Datatype recvtype,
+                                            const long *send_global_idx,
+                                            const long *recv_global_idx,
+                                            MPI_Comm comm, MPI_Info info,
+                                            nbr_request_t *request);
+
 NBR_API int nbr_start(nbr_request_t *request);
 NBR_API int nbr_wait(nbr_request_t *request);
 /* *flag is set to 1 when the operation completed, else 0. */

@@ -40,7 +40,8 @@ nbr_plan_input_t nbr_job_input(const nbr_job_t *job, int r, const nbr_layout_t *
         .indegree = nbr_graph_indegree(g, r), .outdegree = nbr_graph_outdegree(g, r),
         .sources = nbr_graph_in(g, r), .destinations = nbr_graph_out(g, r),
         .locality = job->locality, .layout = layout, .params = job->params,
-        .pattern = job->patterns ? job->patterns[r] : NULL};
+        .pattern = job->patterns ? job->patterns[r] : NULL,
+        .values = job->values ? job->values[r] : NULL};
     if (needs & NBR_NEEDS_NODE_IN_LISTS) {
         input.node_in_lists = job->in_lists;
         input.node_in_degrees = job->in_degrees;

@@ -27,6 +27,9 @@ typedef struct nbr_job {
     const void **patterns;
     void *whole_job_patterns; /* the array a whole-job builder filled */
     void **own_patterns;      /* per-rank builders' */
+    /* Value indices of the call (dedup), per rank; NULL: none. Set by the
+     * caller after nbr_job_init; nbr_job_input passes them on. */
+    const nbr_value_index_t *const *values;
 } nbr_job_t;
 
 /* params NULL: the algorithm's defaults (and environment, as in a job). */

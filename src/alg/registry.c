@@ -13,7 +13,7 @@
  * its file (row included) and one line in each list below. The first is
  * the default. */
 extern const nbr_algorithm_t nbr_alg_naive, nbr_alg_mpi, nbr_alg_leader, nbr_alg_halving,
-    nbr_alg_combining, nbr_alg_aggregate;
+    nbr_alg_combining, nbr_alg_aggregate, nbr_alg_dedup;
 
 static const nbr_algorithm_t *const table[] = {
     &nbr_alg_naive,
@@ -22,6 +22,7 @@ static const nbr_algorithm_t *const table[] = {
     &nbr_alg_halving,
     &nbr_alg_combining,
     &nbr_alg_aggregate,
+    &nbr_alg_dedup,
 };
 
 enum { NUM_ALGORITHMS = sizeof table / sizeof table[0] };

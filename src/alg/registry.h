@@ -34,6 +34,17 @@ enum {
 /* nbr_algorithm_t.collectives: the collectives an algorithm plans itself. */
 #define NBR_COLL_BIT(coll) (1u << (coll))
 
+/* Value indices (nbr_neighbor_alltoallv_init_ext): the global index of
+ * every element of every slot, slot by slot in the layout's order (send
+ * slot j's elements are send[send_at[j]] .. send[send_at[j + 1] - 1]),
+ * every element element_bytes long. Elements a rank sends with one index
+ * hold one value, which dedup moves once per region pair. */
+typedef struct nbr_value_index {
+    size_t element_bytes;
+    const int64_t *send, *recv;
+    const size_t *send_at, *recv_at; /* slots + 1 */
+} nbr_value_index_t;
+
 /* Everything a builder may look at for one rank. Pure data. */
 typedef struct nbr_plan_input {
     int rank;
@@ -66,6 +77,7 @@ typedef struct nbr_plan_input {
      * the call's facts exchange gathered for this rank; NULL otherwise (the
      * builder then falls back to naive). */
     const void *call_facts;
+    const nbr_value_index_t *values; /* the call's value indices, or NULL */
     int describe; /* write the pattern into the plan's notes */
 } nbr_plan_input_t;
 
@@ -88,6 +100,9 @@ typedef struct nbr_algorithm {
      * nbr_build_plan takes naive's plan. */
     unsigned collectives;
     unsigned needs; /* NBR_NEEDS_* */
+    /* Plans with value indices only (dedup: without them it would be
+     * aggregate's plan): auto prices it only for calls that have them. */
+    int needs_values;
     /* Runs as the MPI library's own MPI_Neighbor_* call on the user's
      * arguments (front/library.c) where the library can take the buffers
      * (host memory); its plan says what that moves (for counters and

@@ -500,3 +500,18 @@ int nbr_neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
     nbr_call_t call = ALLTOALLW_CALL;
     return nbr_request_create(&call, info, 1, request);
 }
+
+int nbr_neighbor_alltoallv_init_ext(const void *sendbuf, const int sendcounts[],
+                                    const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                    const int recvcounts[], const int rdispls[],
+                                    MPI_Datatype recvtype, const long send_global_idx[],
+                                    const long recv_global_idx[], MPI_Comm comm, MPI_Info info,
+                                    nbr_request_t *request)
+{
+    nbr_call_t call = ALLTOALLV_CALL;
+    call.send_global_idx = send_global_idx;
+    call.recv_global_idx = recv_global_idx;
+    if (!send_global_idx && !recv_global_idx) /* a standard call, as far as indices go */
+        call.send_global_idx = call.recv_global_idx = NULL;
+    return nbr_request_create(&call, info, 1, request);
+}

@@ -443,7 +443,8 @@ static int silent_step(void *context, int round, const nbr_mailbox_t *inbox,
 }
 
 int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                        const nbr_layout_t *layout, void **facts, uint64_t *digest)
+                        const nbr_layout_t *layout, const nbr_value_index_t *values,
+                        void **facts, uint64_t *digest)
 {
     *facts = NULL;
     *digest = 0;
@@ -456,6 +457,7 @@ int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         rc = NBR_ERR_NOMEM;
     if (rc == NBR_SUCCESS) {
         nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, layout);
+        input.values = values;
         rc = algorithm->call_facts_init(&input, context);
     }
     int rounds = algorithm->call_facts_rounds;

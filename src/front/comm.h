@@ -170,14 +170,16 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   const nbr_layout_t *layout, const size_t *block_sizes,
                   const void *call_facts, uint64_t facts_digest, nbr_shared_plan_t **plan);
 
-/* The call facts of algorithm for this layout (nbr_algorithm_t): every
+/* The call facts of algorithm for this layout and value indices (may be
+ * NULL; nbr_algorithm_t): every
  * rank of the communicator runs the exchange, whatever fails on it, so
  * nobody waits. *facts (free with nbr_comm_free_call_facts) is NULL when
  * the algorithm needs none; NBR_ERR_TYPE_MISMATCH says a send and receive
  * signature disagree here (the plan still runs); other errors mean no
  * plan (not agreed: the caller does). */
 int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                        const nbr_layout_t *layout, void **facts, uint64_t *digest);
+                        const nbr_layout_t *layout, const nbr_value_index_t *values,
+                        void **facts, uint64_t *digest);
 void nbr_comm_free_call_facts(const nbr_algorithm_t *algorithm, void *facts);
 
 /* What a builder of algorithm sees of this communicator: its facts, the

@@ -382,6 +382,11 @@ static void request_reset(nbr_request_t req)
     req->send.dense = req->recv.dense = 1;
     free(req->block_sizes);
     req->block_sizes = NULL;
+    free(req->value_storage);
+    free(req->value_at);
+    req->value_storage = NULL;
+    req->value_at = NULL;
+    req->has_values = 0;
     req->sizes_differ = 0;
     nbr_shared_plan_release(req->plan);
     req->plan = NULL;
@@ -560,6 +565,55 @@ static int bind(nbr_request_t req, nbr_comm_t *state, int tag_base, int persiste
     return nbr_executor_bind(req->exec, &req->plan->plan, buffers, tag_base, persistent);
 }
 
+/* An _ext call's value indices, slot by slot in the layout's order (see
+ * nbr_value_index_t): slot k of a side is the user's block b, whose
+ * counts[b] elements start at element displs[b] of the index array. */
+static int describe_values(const nbr_call_t *call, const nbr_comm_t *state, nbr_request_t req)
+{
+    const nbr_layout_t *layout = &req->layout;
+    int out = layout->num_send_slots, in = layout->num_recv_slots;
+    size_t total = 0;
+    if (req->send.type_size != req->recv.type_size || req->send.type_size <= 0) {
+        NBR_ERROR("alltoallv_init_ext: value indices need one element size; the send type has "
+                  "%d bytes, the receive type %d", req->send.type_size, req->recv.type_size);
+        return NBR_ERR_ARG;
+    }
+    for (int k = 0; k < out; k++)
+        total += (size_t)call->sendcounts[nbr_comm_out_block(state, k)];
+    for (int k = 0; k < in; k++)
+        total += (size_t)call->recvcounts[nbr_comm_in_block(state, k)];
+    if ((total > 0 && (!call->send_global_idx && out > 0)) ||
+        (total > 0 && !call->recv_global_idx && in > 0))
+        return NBR_ERR_ARG;
+    req->value_storage = malloc((total + 1) * sizeof(int64_t));
+    req->value_at = malloc(((size_t)out + (size_t)in + 2) * sizeof(size_t));
+    if (!req->value_storage || !req->value_at)
+        return NBR_ERR_NOMEM;
+    size_t n = 0, *at = req->value_at;
+    at[0] = 0;
+    for (int k = 0; k < out; k++) {
+        int b = nbr_comm_out_block(state, k);
+        for (int e = 0; e < call->sendcounts[b]; e++)
+            req->value_storage[n++] = (int64_t)call->send_global_idx[call->sdispls[b] + e];
+        at[k + 1] = n;
+    }
+    size_t *recv_at = at + out + 1;
+    recv_at[0] = 0;
+    for (int k = 0; k < in; k++) {
+        int b = nbr_comm_in_block(state, k);
+        for (int e = 0; e < call->recvcounts[b]; e++)
+            req->value_storage[n++] = (int64_t)call->recv_global_idx[call->rdispls[b] + e];
+        recv_at[k + 1] = n - at[out];
+    }
+    req->values = (nbr_value_index_t){.element_bytes = (size_t)req->send.type_size,
+                                      .send = req->value_storage,
+                                      .recv = req->value_storage + at[out],
+                                      .send_at = at,
+                                      .recv_at = recv_at};
+    req->has_values = 1;
+    return NBR_SUCCESS;
+}
+
 /* The call's buffers and layout: local work only. */
 static int describe_call(const nbr_call_t *call, nbr_comm_t *state, nbr_request_t req)
 {
@@ -572,6 +626,8 @@ static int describe_call(const nbr_call_t *call, nbr_comm_t *state, nbr_request_
         NBR_CHECK(describe_type(call->recvtype, &req->recv));
     }
     NBR_CHECK(build_layout(call, state, req, &req->layout));
+    if (call->send_global_idx || call->recv_global_idx)
+        NBR_CHECK(describe_values(call, state, req));
 out:
     return rc;
 }
@@ -592,8 +648,9 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         nbr_exec_buffer_t send = exec_buffer(&req->send), recv = exec_buffer(&req->recv);
         int device = nbr_exec_on_device(&state->exec, &send) ||
                      nbr_exec_on_device(&state->exec, &recv);
-        NBR_CHECK(nbr_comm_select(state, call->kind, layout, device, persistent, call->blocking,
-                                  &algorithm, &req->trial));
+        NBR_CHECK(nbr_comm_select(state, call->kind, layout,
+                                  req->has_values ? &req->values : NULL, device, persistent,
+                                  call->blocking, &algorithm, &req->trial));
     }
     state->last_algorithm = algorithm;
     if (algorithm->size_plan && call->kind == NBR_CALL_ALLGATHERV) {
@@ -605,7 +662,8 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
      * persistent request; a hard failure anywhere fails it everywhere */
     void *facts = NULL;
     uint64_t digest = 0;
-    rc = nbr_comm_call_facts(state, algorithm, layout, &facts, &digest);
+    rc = nbr_comm_call_facts(state, algorithm, layout, req->has_values ? &req->values : NULL,
+                             &facts, &digest);
     if (rc == NBR_ERR_TYPE_MISMATCH) {
         NBR_ERROR("%s: another node sends this node other sizes than its ranks receive: send "
                   "and receive signatures differ", nbr_call_name(call->kind));

@@ -48,6 +48,9 @@ typedef struct nbr_call {
     const MPI_Datatype *recvtypes; /* alltoallw */
     MPI_Comm comm;
     int blocking; /* a blocking call: auto may time it (its trial) */
+    /* alltoallv_init_ext: the global index of every element of the send
+     * and receive buffers (indexed as the displacements count) */
+    const long *send_global_idx, *recv_global_idx;
 } nbr_call_t;
 
 struct nbr_request {
@@ -61,6 +64,12 @@ struct nbr_request {
     size_t *block_sizes; /* allgatherv through relays: this call's size round */
     int sizes_differ;    /* a sender announced another size than our slot */
     nbr_decision_t *trial; /* a blocking call auto times (front/select.h) */
+    /* value indices of an _ext call, slot by slot (values.send points
+     * into value_storage) */
+    int has_values;
+    nbr_value_index_t values;
+    int64_t *value_storage;
+    size_t *value_at;
     /* The MPI library runs this call itself (front/library.c): the call's
      * arguments, kept for it, and its MPI request once posted. */
     int library;

@@ -110,7 +110,8 @@ static void keep_decision(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_lay
  * forwards are priced at this rank's own size (their real sizes are only
  * known from the size round the call runs), plus that round. */
 static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                  const nbr_layout_t *layout, int device_buffers, nbr_sim_parts_t *parts)
+                  const nbr_layout_t *layout, const nbr_value_index_t *values,
+                  int device_buffers, nbr_sim_parts_t *parts)
 {
     nbr_sim_parts_t round;
     const void *pattern = NULL;
@@ -123,7 +124,7 @@ static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
     *parts = (nbr_sim_parts_t){.seconds = INFINITY};
     /* collective (every rank, whatever fails on it, before any early
      * return); a rank that cannot price it rules it out for all */
-    int facts_rc = nbr_comm_call_facts(state, algorithm, layout, &facts, &digest);
+    int facts_rc = nbr_comm_call_facts(state, algorithm, layout, values, &facts, &digest);
     if ((facts_rc != NBR_SUCCESS && facts_rc != NBR_ERR_TYPE_MISMATCH) ||
         nbr_comm_pattern(state, algorithm, &pattern) != NBR_SUCCESS) {
         nbr_comm_free_call_facts(algorithm, facts);
@@ -187,7 +188,8 @@ static void log_prices(const nbr_comm_t *state, nbr_call_kind_t kind, const nbr_
              text);
 }
 
-int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
+int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
+                            const nbr_value_index_t *values, int device_buffers,
                             const nbr_algorithm_t **candidates, nbr_sim_parts_t *prices,
                             int *count, int *fallback)
 {
@@ -198,7 +200,8 @@ int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int d
         const nbr_algorithm_t *a = nbr_algorithm_at(i);
         if (!nbr_select_eligible(a, layout->coll, state->nranks,
                                  state->config.auto_whole_graph_ranks,
-                                 nbr_comm_library_usable(state, layout->coll)))
+                                 nbr_comm_library_usable(state, layout->coll)) ||
+            (a->needs_values && !values))
             continue;
         if (a == nbr_select_baseline(nbr_comm_library_usable(state, layout->coll)))
             *fallback = *count;
@@ -209,7 +212,7 @@ int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int d
     /* a rank that cannot plan a candidate prices it at infinity, so the
      * job's price (the max) rules it out on every rank */
     for (int k = 0; rc == NBR_SUCCESS && k < *count; k++)
-        price(state, candidates[k], layout, device_buffers, &prices[k]);
+        price(state, candidates[k], layout, values, device_buffers, &prices[k]);
     return rc;
 }
 
@@ -247,8 +250,8 @@ out:
 }
 
 int nbr_comm_select(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
-                    int device_buffers, int persistent, int blocking,
-                    const nbr_algorithm_t **chosen, nbr_decision_t **trial)
+                    const nbr_value_index_t *values, int device_buffers, int persistent,
+                    int blocking, const nbr_algorithm_t **chosen, nbr_decision_t **trial)
 {
     nbr_decision_t *known = persistent ? NULL : nbr_comm_decision(state, kind, layout);
     *trial = NULL;
@@ -270,8 +273,8 @@ int nbr_comm_select(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t 
         goto out;
     /* the candidates are the same on every rank: they depend on the
      * communicator and the collective only */
-    NBR_CHECK(nbr_select_local_prices(state, layout, device_buffers, candidates, mine, &n,
-                                      &fallback));
+    NBR_CHECK(nbr_select_local_prices(state, layout, values, device_buffers, candidates, mine,
+                                      &n, &fallback));
     NBR_CHECK(nbr_select_job_prices(state, mine, n, job));
     int best = nbr_select_choose(job, n, fallback);
     if (best < 0) {

@@ -5,7 +5,8 @@
 #include "front/comm.h"
 #include "plan/sim.h"
 
-/* The algorithm for a call of this kind and layout (buffers on GPUs when
+/* The algorithm for a call of this kind and layout (value indices: the
+ * call's, or NULL; buffers on GPUs when
  * device_buffers): the decision kept for its signature, else every
  * candidate priced on every rank and one allreduce, which makes it
  * collective: every rank must call it for the same calls (they do: the
@@ -28,8 +29,8 @@
  * Nonblocking calls meanwhile run the priced winner, untimed. No trial
  * when the winner is priced above 10 ms a call (select.c says why). */
 int nbr_comm_select(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
-                    int device_buffers, int persistent, int blocking,
-                    const nbr_algorithm_t **chosen, nbr_decision_t **trial);
+                    const nbr_value_index_t *values, int device_buffers, int persistent,
+                    int blocking, const nbr_algorithm_t **chosen, nbr_decision_t **trial);
 
 /* The decision kept for the signature of a call of this kind and layout,
  * or NULL (no communication). */
@@ -47,7 +48,8 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
  * baseline, alg/select.h).
  * Collective only in gathering the candidates' set-up facts. Exposed for
  * tests: ranks may well prefer different algorithms. */
-int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout, int device_buffers,
+int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
+                            const nbr_value_index_t *values, int device_buffers,
                             const nbr_algorithm_t **candidates, nbr_sim_parts_t *prices,
                             int *count, int *fallback);
 

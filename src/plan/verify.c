@@ -20,6 +20,7 @@ typedef struct verifier {
     const nbr_graph_t *graph;
     const nbr_layout_t *layouts;
     const nbr_plan_t *plans;
+    const size_t *const *same; /* per rank, send byte -> the byte it stands for */
     int nranks;
     char *message;
     size_t message_size;
@@ -29,6 +30,13 @@ typedef struct verifier {
     nbr_job_ops_t ops;                    /* every op numbered, sends paired */
     label_t **snapshot;                   /* global send op -> data in flight */
 } verifier_t;
+
+/* The label of send byte `offset` of rank r: its own, or the one it
+ * stands for. */
+static label_t send_label(const verifier_t *v, int r, size_t offset)
+{
+    return make_label(r, v->same && v->same[r] ? v->same[r][offset] : offset);
+}
 
 static int fail(verifier_t *v, const char *fmt, ...)
 {
@@ -76,7 +84,7 @@ static int allocate(verifier_t *v)
         for (int s = 0; s < layout->num_send_slots; s++)
             for (size_t k = 0; k < layout->send[s].bytes; k++)
                 v->memory[NBR_BUF_SEND][r][layout->send[s].offset + k] =
-                    make_label(r, layout->send[s].offset + k);
+                    send_label(v, r, layout->send[s].offset + k);
     }
     int rc = nbr_job_ops_index(&v->ops, v->plans, n);
     if (rc != NBR_SUCCESS)
@@ -372,7 +380,7 @@ static int check_slot(verifier_t *v, int r, int slot, int src, const nbr_slot_t 
                        "sends %zu", r, to->bytes, src, from->bytes);
     for (size_t k = 0; k < to->bytes; k++) {
         label_t got = v->memory[NBR_BUF_RECV][r][to->offset + k];
-        label_t want = make_label(src, from->offset + k);
+        label_t want = send_label(v, src, from->offset + k);
         if (v->recv_writes[r][to->offset + k] != 1)
             return fail(v, "rank %d recv byte %zu (slot %d, from rank %d) written %d times",
                         r, to->offset + k, slot, src, v->recv_writes[r][to->offset + k]);
@@ -449,7 +457,14 @@ out:
 int nbr_verify_plans(const nbr_graph_t *graph, const nbr_layout_t *layouts,
                      const nbr_plan_t *plans, char *message, size_t message_size)
 {
-    verifier_t v = {.graph = graph, .layouts = layouts, .plans = plans,
+    return nbr_verify_plans_same(graph, layouts, plans, NULL, message, message_size);
+}
+
+int nbr_verify_plans_same(const nbr_graph_t *graph, const nbr_layout_t *layouts,
+                          const nbr_plan_t *plans, const size_t *const *same, char *message,
+                          size_t message_size)
+{
+    verifier_t v = {.graph = graph, .layouts = layouts, .plans = plans, .same = same,
                     .nranks = graph->nranks, .message = message,
                     .message_size = message_size};
     if (message && message_size)

@@ -25,4 +25,12 @@
 int nbr_verify_plans(const nbr_graph_t *graph, const nbr_layout_t *layouts,
                      const nbr_plan_t *plans, char *message, size_t message_size);
 
+/* The same where some send bytes stand for others (dedup: elements a rank
+ * sends with one global index hold one value): same[r][b] is the send byte
+ * of rank r that byte b holds the same data as, same[r] NULL or same NULL
+ * for a rank whose bytes are all their own. */
+int nbr_verify_plans_same(const nbr_graph_t *graph, const nbr_layout_t *layouts,
+                          const nbr_plan_t *plans, const size_t *const *same, char *message,
+                          size_t message_size);
+
 #endif

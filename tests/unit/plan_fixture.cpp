@@ -102,6 +102,8 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
         message_ = std::string("job: ") + nbr_error_string(rc);
         return rc;
     }
+    if (!values.empty())
+        job.values = values.data();
     void *facts = nullptr; // the call's facts exchange, for algorithms with one
     rc = nbr_job_call_facts(&job, layouts.data(), &facts);
     if (rc != NBR_SUCCESS)
@@ -124,7 +126,8 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
 int WholeJob::verify()
 {
     char text[512];
-    int rc = nbr_verify_plans(graph_, layouts.data(), plans.data(), text, sizeof text);
+    int rc = nbr_verify_plans_same(graph_, layouts.data(), plans.data(),
+                                   same.empty() ? nullptr : same.data(), text, sizeof text);
     message_ = text;
     return rc;
 }

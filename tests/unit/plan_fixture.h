@@ -58,6 +58,10 @@ public:
     // result); empty: builders get none
     std::vector<size_t> block_sizes;
     std::vector<const void *> patterns; // per rank, when set: the algorithm's pattern
+    // dedup: every rank's value indices, and for the verifier the send byte
+    // each send byte holds the same data as (empty: none)
+    std::vector<const nbr_value_index_t *> values;
+    std::vector<const size_t *> same;
 
 private:
     const nbr_graph_t *graph_;

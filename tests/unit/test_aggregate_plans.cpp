@@ -4,7 +4,7 @@
 #include "plan_fixture.h"
 
 extern "C" {
-#include "alg/aggregate.h"
+#include "alg/aggregate/aggregate.h"
 }
 
 #include <gtest/gtest.h>
@@ -196,4 +196,147 @@ TEST(AggregatePlans, NoFactsMeansNaive)
     }
     nbr_job_free(&job);
     EXPECT_EQ(w.verify(), NBR_SUCCESS) << w.message();
+}
+
+// ------------------------------------------------------------ dedup
+
+namespace {
+
+const nbr_algorithm_t *dedup() { return nbr_algorithm_find("dedup"); }
+
+// Value indices of a whole job for 8-byte elements: the e-th element of
+// every block rank q sends holds value (q, hash(e) mod distinct), so the
+// same value goes to many ranks and repeats inside a block; every receive
+// element names the index its sender gave it.
+struct Values {
+    static constexpr size_t element = 8;
+    std::vector<std::vector<int64_t>> send, recv;
+    std::vector<std::vector<size_t>> send_at, recv_at, same_bytes;
+    std::vector<nbr_value_index_t> index;
+    std::vector<const nbr_value_index_t *> pointers;
+    std::vector<const size_t *> same; // for the verifier
+
+    static int64_t value(uint64_t seed, int e, int distinct)
+    {
+        uint64_t state = seed * 977 + (uint64_t)e;
+        return (int64_t)(nbr_splitmix64(&state) % (uint64_t)distinct);
+    }
+
+    Values(const nbr_graph_t &g, const std::vector<nbr_layout_t> &layouts, uint64_t seed,
+           int distinct)
+    {
+        int n = g.nranks;
+        send.resize(n), recv.resize(n), send_at.resize(n), recv_at.resize(n);
+        same_bytes.resize(n), index.resize(n);
+        for (int r = 0; r < n; r++) {
+            const nbr_layout_t &l = layouts[r];
+            send_at[r].push_back(0);
+            same_bytes[r].assign(nbr_layout_send_extent(&l) + 1, 0);
+            for (size_t b = 0; b < same_bytes[r].size(); b++)
+                same_bytes[r][b] = b;
+            std::map<int64_t, size_t> first; // value -> its first byte
+            for (int j = 0; j < l.num_send_slots; j++) {
+                for (size_t e = 0; e < l.send[j].bytes / element; e++) {
+                    int64_t v = value(seed + (uint64_t)r, (int)e, distinct);
+                    send[r].push_back(v);
+                    size_t at = l.send[j].offset + e * element;
+                    auto hit = first.emplace(v, at).first;
+                    for (size_t b = 0; b < element; b++)
+                        same_bytes[r][at + b] = hit->second + b;
+                }
+                send_at[r].push_back(send[r].size());
+            }
+            recv_at[r].push_back(0);
+            for (int i = 0; i < l.num_recv_slots; i++) {
+                int src = nbr_graph_in(&g, r)[i];
+                for (size_t e = 0; e < l.recv[i].bytes / element; e++)
+                    recv[r].push_back(value(seed + (uint64_t)src, (int)e, distinct));
+                recv_at[r].push_back(recv[r].size());
+            }
+        }
+        for (int r = 0; r < n; r++) {
+            index[r] = {element, send[r].data(), recv[r].data(), send_at[r].data(),
+                        recv_at[r].data()};
+            pointers.push_back(&index[r]);
+            same.push_back(same_bytes[r].data());
+        }
+    }
+};
+
+// Bytes sent between nodes in the g step (tag 2).
+uint64_t bytes_between_nodes(const std::vector<nbr_plan_t> &plans, const nbr_locality_t &loc)
+{
+    uint64_t bytes = 0;
+    for (const nbr_plan_t &plan : plans)
+        for (int i = 0; i < plan.num_ops; i++)
+            if (plan.ops[i].kind == NBR_OP_SEND &&
+                loc.node_of[plan.rank] != loc.node_of[plan.ops[i].peer])
+                bytes += plan.ops[i].bytes;
+    return bytes;
+}
+
+} // namespace
+
+TEST(DedupPlans, VerifierOverSeededGraphsWithValues)
+{
+    int fewer = 0;
+    for (uint64_t s = 1; s <= 1000; s++) {
+        Graph G;
+        ASSERT_EQ(seeded_graph(s, &G.g), NBR_SUCCESS) << "seed " << s;
+        Placement place(seeded_keys(s, G.g.nranks));
+        LayoutParams lp;
+        lp.coll = NBR_COLL_ALLTOALLV;
+        lp.unit = Values::element;
+        lp.block = (s % 5 == 0) ? 0 : 6 * Values::element; // 0-6 elements per block
+        lp.gap = s % 2;
+        lp.reverse = s % 7 == 0;
+        lp.seed = s;
+        const std::string what = "seed " + std::to_string(s) + ", " + std::to_string(G.g.nranks) +
+                                 " ranks on " + std::to_string(place.loc.num_nodes) + " nodes";
+        WholeJob d(&G.g, lp, &place.loc), a(&G.g, lp, &place.loc);
+        Values v(G.g, d.layouts, s, 1 + (int)(s % 4));
+        d.values = v.pointers;
+        d.same = v.same;
+        ASSERT_EQ(d.build(dedup()), NBR_SUCCESS) << what << ": " << d.message();
+        ASSERT_EQ(d.verify(), NBR_SUCCESS) << what << ": " << d.message();
+        ASSERT_EQ(a.build(aggregate()), NBR_SUCCESS) << what << ": " << a.message();
+        // the same messages between nodes as aggregate, never more bytes
+        auto sent = messages_between_nodes(d.plans, place.loc);
+        auto pairs = node_pairs(G.g, place.loc);
+        EXPECT_EQ(sent.size(), pairs.size()) << what;
+        for (const auto &p : pairs)
+            EXPECT_EQ(sent[p], 1) << what << ": node " << p.first << " -> " << p.second;
+        uint64_t dedup_bytes = bytes_between_nodes(d.plans, place.loc);
+        uint64_t aggregate_bytes = bytes_between_nodes(a.plans, place.loc);
+        EXPECT_LE(dedup_bytes, aggregate_bytes) << what;
+        fewer += dedup_bytes < aggregate_bytes;
+    }
+    EXPECT_GT(fewer, 300) << "values repeat: dedup should move fewer bytes between nodes";
+}
+
+// Each value crosses between two nodes once: a rank whose 8 elements all
+// hold one value, sent to the 3 ranks of another node, sends 8 bytes there.
+TEST(DedupPlans, OneValueCrossesOnce)
+{
+    Graph G;
+    std::vector<int> s{0, 0, 0}, dst{4, 5, 6};
+    ASSERT_EQ(nbr_graph_from_edges(8, 3, s.data(), dst.data(), &G.g), NBR_SUCCESS);
+    Machine m(nullptr, 8, 4);
+    LayoutParams lp;
+    lp.coll = NBR_COLL_ALLTOALLV;
+    lp.unit = Values::element;
+    lp.block = 64;
+    WholeJob w(&G.g, lp, &m.loc);
+    for (auto &l : w.layouts) // every block 8 elements
+        for (int j = 0; j < l.num_send_slots; j++)
+            l.send[j] = {(size_t)j * 64, 64};
+    for (auto &l : w.layouts)
+        for (int i = 0; i < l.num_recv_slots; i++)
+            l.recv[i] = {(size_t)i * 64, 64};
+    Values v(G.g, w.layouts, 1, 1); // one distinct value
+    w.values = v.pointers;
+    w.same = v.same;
+    ASSERT_EQ(w.build(dedup()), NBR_SUCCESS) << w.message();
+    ASSERT_EQ(w.verify(), NBR_SUCCESS) << w.message();
+    EXPECT_EQ(bytes_between_nodes(w.plans, m.loc), 8u);
 }

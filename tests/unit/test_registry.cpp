@@ -82,7 +82,7 @@ TEST(Registry, EveryRowDescribesItself)
             EXPECT_EQ(a->collectives, nbr_baseline_algorithm()->collectives);
         }
     }
-    EXPECT_EQ(std::string(nbr_algorithm_names()), "auto,naive,mpi,leader,halving,combining,aggregate");
+    EXPECT_EQ(std::string(nbr_algorithm_names()), "auto,naive,mpi,leader,halving,combining,aggregate,dedup");
     const nbr_algorithm_t *found = nullptr;
     EXPECT_EQ(nbr_algorithm_lookup("test", "no-such", &found), NBR_ERR_ALGORITHM);
     EXPECT_EQ(found, nullptr);
