@@ -10,6 +10,7 @@ PACKAGES=(
   hipcc libamdhip64-dev librocm-smi-dev   # HIP compile checks; no GPU needed
   iproute2                                # bench/cluster: namespaces, tc
   python3 gnuplot-nox                     # bench/grid.sh: report and plots
+  zlib1g-dev                              # bench: Matrix Market files, gzipped
 )
 
 missing=()

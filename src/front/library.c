@@ -21,6 +21,19 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+/* The library's persistent neighborhood collectives: MPI-4's, or before
+ * it Open MPI's MPIX_ extension (4.1 has it). Without either, a
+ * persistent request posts the nonblocking collective at every start. */
+#if MPI_VERSION >= 4
+#define LIBRARY_INIT(name) PMPI_Neighbor_##name##_init
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define LIBRARY_INIT(name) PMPIX_Neighbor_##name##_init
+#endif
+
 /* nbrcoll takes a NULL buffer where it moves no bytes (request.c checked
  * that) and NULL count and displacement arrays where a degree is 0; Open
  * MPI 4.1 rejects either (MPI_ERR_BUFFER), so the library gets real ones. */
@@ -64,6 +77,49 @@ static int keep_types(const MPI_Datatype *types, int n, MPI_Datatype **kept, cha
     return rc;
 }
 
+/* A persistent request's library collective, made once (collective, as
+ * its _init is); MPI_REQUEST_NULL where the library has none. */
+static int init_persistent(nbr_request_t req)
+{
+    req->library_persistent = MPI_REQUEST_NULL;
+#ifdef LIBRARY_INIT
+    const nbr_call_t *c = &req->call;
+    MPI_Comm comm = req->comm->comm;
+    MPI_Request *r = &req->library_persistent;
+    int mrc = MPI_SUCCESS;
+    switch (c->kind) {
+    case NBR_CALL_ALLGATHER:
+        mrc = LIBRARY_INIT(allgather)(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                      c->recvcount, c->recvtype, comm, MPI_INFO_NULL, r);
+        break;
+    case NBR_CALL_ALLGATHERV:
+        mrc = LIBRARY_INIT(allgatherv)(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                       c->recvcounts, c->rdispls, c->recvtype, comm,
+                                       MPI_INFO_NULL, r);
+        break;
+    case NBR_CALL_ALLTOALL:
+        mrc = LIBRARY_INIT(alltoall)(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                     c->recvcount, c->recvtype, comm, MPI_INFO_NULL, r);
+        break;
+    case NBR_CALL_ALLTOALLV:
+        mrc = LIBRARY_INIT(alltoallv)(c->sendbuf, c->sendcounts, c->sdispls, c->sendtype,
+                                      c->recvbuf, c->recvcounts, c->rdispls, c->recvtype, comm,
+                                      MPI_INFO_NULL, r);
+        break;
+    default:
+        mrc = LIBRARY_INIT(alltoallw)(c->sendbuf, c->sendcounts, c->sdispls_w, c->sendtypes,
+                                      c->recvbuf, c->recvcounts, c->rdispls_w, c->recvtypes,
+                                      comm, MPI_INFO_NULL, r);
+        break;
+    }
+    if (mrc != MPI_SUCCESS) {
+        *r = MPI_REQUEST_NULL;
+        return nbr_library_failed("MPI_Neighbor_*_init", mrc);
+    }
+#endif
+    return NBR_SUCCESS;
+}
+
 int nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
 {
     nbr_call_t *c = &req->call;
@@ -89,14 +145,18 @@ int nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
                             &req->library_types_owned[1]);
         c->sendtypes = req->library_types[0] ? req->library_types[0] : no_types;
         c->recvtypes = req->library_types[1] ? req->library_types[1] : no_types;
-        return rc;
+        return rc == NBR_SUCCESS ? init_persistent(req) : rc;
     }
     int rc = keep_type(&c->sendtype, &req->library_send_type_owned);
-    return rc == NBR_SUCCESS ? keep_type(&c->recvtype, &req->library_recv_type_owned) : rc;
+    if (rc == NBR_SUCCESS)
+        rc = keep_type(&c->recvtype, &req->library_recv_type_owned);
+    return rc == NBR_SUCCESS ? init_persistent(req) : rc;
 }
 
 void nbr_library_release(nbr_request_t req)
 {
+    if (req->library_persistent != MPI_REQUEST_NULL)
+        PMPI_Request_free(&req->library_persistent);
     if (req->library_send_type_owned)
         MPI_Type_free(&req->call.sendtype);
     if (req->library_recv_type_owned)
@@ -196,7 +256,19 @@ int nbr_library_start(nbr_request_t req)
     req->library_request = MPI_REQUEST_NULL;
     if (req->call.blocking)
         return NBR_SUCCESS; /* nbr_library_wait runs it */
+    if (req->library_persistent != MPI_REQUEST_NULL) {
+        int mrc = PMPI_Start(&req->library_persistent);
+        return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Start", mrc);
+    }
     return post(req);
+}
+
+/* The MPI request a started run completes: the persistent one, or the
+ * nonblocking collective's. */
+static MPI_Request *running(nbr_request_t req)
+{
+    return req->library_persistent != MPI_REQUEST_NULL ? &req->library_persistent
+                                                       : &req->library_request;
 }
 
 int nbr_library_test(nbr_request_t req, int *done)
@@ -207,7 +279,7 @@ int nbr_library_test(nbr_request_t req, int *done)
         return nbr_library_wait(req);
     }
     nbr_exec_progress(&req->comm->exec);
-    int mrc = PMPI_Test(&req->library_request, done, MPI_STATUS_IGNORE);
+    int mrc = PMPI_Test(running(req), done, MPI_STATUS_IGNORE);
     if (mrc != MPI_SUCCESS) {
         *done = 1;
         return nbr_library_failed("MPI_Test", mrc);
@@ -233,7 +305,7 @@ int nbr_library_wait(nbr_request_t req)
     if (done || rc != NBR_SUCCESS)
         return rc;
     /* alone: MPI may block until it is done */
-    int mrc = PMPI_Wait(&req->library_request, MPI_STATUS_IGNORE);
+    int mrc = PMPI_Wait(running(req), MPI_STATUS_IGNORE);
     return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Wait", mrc);
 }
 

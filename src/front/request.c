@@ -726,6 +726,7 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     } else if ((req = calloc(1, sizeof(*req)))) {
         req->send.type = req->recv.type = MPI_DATATYPE_NULL;
         req->send.dense = req->recv.dense = 1;
+        req->library_request = req->library_persistent = MPI_REQUEST_NULL;
     }
     if (req) {
         req->persistent = persistent;

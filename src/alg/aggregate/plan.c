@@ -412,9 +412,31 @@ static int plan_r_in(builder_t *b, const size_t *at, moves_t *moves)
     return rc;
 }
 
+/* Copies that continue each other (both ends) become one: values of a
+ * slot unpacked in order, a member's pieces packed in order. */
+static void join_copies(builder_t *b, int phase)
+{
+    nbr_op_t *ops = b->ops[phase];
+    int kept = 0;
+    for (int k = 0; k < b->num[phase]; k++) {
+        nbr_op_t *last = kept ? &ops[kept - 1] : NULL;
+        const nbr_op_t *op = &ops[k];
+        if (last && op->kind == NBR_OP_COPY && last->kind == NBR_OP_COPY &&
+            last->buf == op->buf && last->src_buf == op->src_buf &&
+            last->offset + last->bytes == op->offset &&
+            last->src_offset + last->bytes == op->src_offset)
+            last->bytes += op->bytes;
+        else
+            ops[kept++] = *op;
+    }
+    b->num[phase] = kept;
+}
+
 static int emit(builder_t *b, nbr_plan_t *plan)
 {
     int rc = NBR_SUCCESS;
+    for (int p = 0; p < NUM_PHASES; p++)
+        join_copies(b, p);
     for (int p = 0; p < NUM_PHASES && rc == NBR_SUCCESS; p++) {
         rc = nbr_plan_begin_phase(plan);
         if (rc == NBR_SUCCESS && p == P_LOCAL)
