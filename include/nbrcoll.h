@@ -68,6 +68,16 @@
  *   nbr_combining_theta  / NBR_COMBINING_THETA  combining: ranks sharing at
  *                                               least this many out-
  *                                               neighbors combine (2)
+ *   nbr_aggregate_region / NBR_AGGREGATE_REGION aggregate, dedup: node or
+ *                                               socket (node)
+ *   nbr_aggregate_message_bytes / NBR_AGGREGATE_MESSAGE_BYTES
+ *                                               aggregate, dedup: what one
+ *                                               message weighs in bytes when
+ *                                               agents are balanced (16384)
+ *   nbr_expected_starts  / NBR_EXPECTED_STARTS  runs of a persistent request
+ *                                               auto spreads a plan's set-up
+ *                                               over (100; also an _init
+ *                                               info key)
  *
  * Thread safety: calls on different communicators may run concurrently from
  * different threads (with MPI_THREAD_MULTIPLE); calls on one communicator

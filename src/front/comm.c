@@ -302,7 +302,8 @@ static int gather_node_lists(nbr_comm_t *state)
     nbr_node_lists_t lists = {.rank = state->rank, .nranks = state->nranks,
                               .node_of = state->locality.node_of, .my_in = state->sources,
                               .my_indegree = state->indegree};
-    int rc = nbr_engine_run_mpi(state->comm, NBR_TAG_ENGINE, &lists, nbr_node_lists_step, 4);
+    int rc = nbr_engine_run_mpi(state->comm, nbr_comm_engine_tags(state), &lists,
+                                nbr_node_lists_step, 4);
     if (rc != NBR_SUCCESS) {
         nbr_node_lists_free(&lists);
         return rc;
@@ -360,6 +361,11 @@ int nbr_comm_provide(nbr_comm_t *state, unsigned needs)
     if (rc == NBR_SUCCESS && (needs & NBR_NEEDS_WHOLE_GRAPH) && !state->graph_out_offsets)
         rc = gather_whole_graph(state);
     return rc;
+}
+
+int nbr_comm_engine_tags(nbr_comm_t *state)
+{
+    return NBR_TAG_ENGINE + 2 * (int)(state->engine_runs++ % 2);
 }
 
 int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent)
@@ -461,9 +467,10 @@ int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         rc = algorithm->call_facts_init(&input, context);
     }
     int rounds = algorithm->call_facts_rounds;
-    int run = context ? nbr_engine_run_mpi(state->comm, NBR_TAG_ENGINE, context,
+    int tags = nbr_comm_engine_tags(state);
+    int run = context ? nbr_engine_run_mpi(state->comm, tags, context,
                                            algorithm->call_facts_step, NBR_CALL_FACTS_ROUNDS)
-                      : nbr_engine_run_mpi(state->comm, NBR_TAG_ENGINE, &rounds, silent_step,
+                      : nbr_engine_run_mpi(state->comm, tags, &rounds, silent_step,
                                            NBR_CALL_FACTS_ROUNDS);
     rc = rc == NBR_SUCCESS ? run : rc;
     if (rc == NBR_SUCCESS || rc == NBR_ERR_TYPE_MISMATCH)

@@ -110,6 +110,7 @@ typedef struct nbr_comm {
     unsigned long long sequence;            /* nonblocking / blocking calls so far */
     unsigned long long persistent_sequence; /* persistent requests made so far */
     int tag_windows;                        /* per kind: half of the tag space each */
+    unsigned engine_runs;                   /* rounds-engine runs so far */
     nbr_counters_t counters;
     /* Set-up facts algorithms need (nbr_comm_provide); NULL until needed.
      * NBR_NEEDS_NODE_IN_LISTS: in-lists of the ranks on this node. */
@@ -134,7 +135,9 @@ typedef struct nbr_comm {
     void (*free_spare)(struct nbr_request *spare);
 } nbr_comm_t;
 
-/* Tags: the engine uses [0, 2); each collective call takes a window of
+/* Tags: the engine uses [0, 4) (a run two tags, consecutive runs on a
+ * communicator alternating between two pairs: see nbr_comm_engine_tags);
+ * each collective call takes a window of
  * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number. Blocking
  * and nonblocking calls cycle through the lower half of the windows,
  * persistent requests (which keep theirs for life) through the upper half,
@@ -148,6 +151,12 @@ typedef struct nbr_comm {
 #if NBR_TAGS_PER_CALL < 2 * NBR_PLAN_TAGS
 #error "a call's tag window must hold two plans"
 #endif
+
+/* The tag base of the next rounds-engine run on state's communicator.
+ * Runs alternate between two pairs of tags: a rank that has not yet seen
+ * the last barrier of one run still probes with its tags, while a faster
+ * rank may already send the next run's first messages. */
+int nbr_comm_engine_tags(nbr_comm_t *state);
 
 /* The state of comm, set up now (collectively) if absent, with info's
  * configuration (MPI_INFO_NULL: environment and defaults). Not referenced:

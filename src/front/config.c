@@ -64,6 +64,9 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
     config->auto_whole_graph_ranks = NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT;
     NBR_CHECK(nbr_setting_int(info, "nbr_auto_whole_graph_ranks", "NBR_AUTO_WHOLE_GRAPH_RANKS",
                               0, &config->auto_whole_graph_ranks));
+    config->expected_starts = NBR_EXPECTED_STARTS_DEFAULT;
+    NBR_CHECK(nbr_setting_int(info, "nbr_expected_starts", "NBR_EXPECTED_STARTS", 1,
+                              &config->expected_starts));
     config->auto_trials = NBR_AUTO_TRIALS_DEFAULT;
     NBR_CHECK(nbr_setting_int(info, "nbr_auto_trials", "NBR_AUTO_TRIALS", 0,
                               &config->auto_trials));

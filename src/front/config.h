@@ -12,12 +12,18 @@
 #define NBR_NAME_MAX 64
 #define NBR_PATH_MAX 1024
 
+/* Runs of a persistent request auto expects when pricing a plan's set-up
+ * (nbr_expected_starts): an iterative solver starts its exchanges many
+ * times; blocking and nonblocking calls set up every time (1). */
+#define NBR_EXPECTED_STARTS_DEFAULT 100
+
 typedef struct nbr_config {
     const nbr_algorithm_t *algorithm; /* the communicator's; NULL: auto */
     nbr_algorithm_params_t params;    /* every algorithm's own (owned) */
     nbr_machine_t machine;            /* nbr_machine; what auto prices with */
     int auto_whole_graph_ranks;       /* auto prices whole-graph algorithms up to this */
     int auto_trials;                  /* timed blocking calls per trial side; 0: none */
+    int expected_starts; /* a persistent request's runs, over which auto spreads set-up */
     int ranks_per_node;           /* 0: real nodes */
     int ranks_per_socket;         /* 0: one socket per node */
     char dump_dir[NBR_PATH_MAX];  /* empty: no plan dumps */

@@ -1,6 +1,7 @@
 #include "front/request.h"
 
 #include "base/log.h"
+#include "base/settings.h"
 #include "front/library.h"
 #include "front/select.h"
 
@@ -429,12 +430,16 @@ static void request_retire(nbr_request_t req)
  * anything collective happens, and the node lists an algorithm needs are
  * gathered by every rank or by none. */
 static int choose_algorithm(MPI_Info info, int persistent, nbr_comm_t *state,
-                            const nbr_algorithm_t **chosen)
+                            const nbr_algorithm_t **chosen, int *expected_starts)
 {
     const nbr_algorithm_t *algorithm = state->config.algorithm;
     int rc = NBR_SUCCESS;
+    *expected_starts = state->config.expected_starts;
     if (persistent && info != MPI_INFO_NULL)
         rc = nbr_config_request_algorithm(info, &algorithm);
+    if (persistent && rc == NBR_SUCCESS && info != MPI_INFO_NULL)
+        rc = nbr_setting_int(info, "nbr_expected_starts", "NBR_EXPECTED_STARTS", 1,
+                             expected_starts);
     if (persistent) {
         /* one MIN over (status, id, -id): equal ids everywhere iff min id == -min(-id) */
         int id = nbr_algorithm_index(algorithm);
@@ -635,7 +640,8 @@ out:
 /* req NULL: this rank could not allocate one; it still takes part in what
  * is collective for persistent requests, so nobody waits for it. */
 static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
-                   nbr_comm_t *state, int tag_base, int persistent, nbr_request_t req)
+                   int expected_starts, nbr_comm_t *state, int tag_base, int persistent,
+                   nbr_request_t req)
 {
     int rc = req ? describe_call(call, state, req) : NBR_ERR_NOMEM;
     if (persistent) /* _init is collective: the steps below are too */
@@ -648,9 +654,10 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         nbr_exec_buffer_t send = exec_buffer(&req->send), recv = exec_buffer(&req->recv);
         int device = nbr_exec_on_device(&state->exec, &send) ||
                      nbr_exec_on_device(&state->exec, &recv);
-        NBR_CHECK(nbr_comm_select(state, call->kind, layout,
-                                  req->has_values ? &req->values : NULL, device, persistent,
-                                  call->blocking, &algorithm, &req->trial));
+        nbr_priced_call_t priced = {call->kind, req->has_values ? &req->values : NULL, device,
+                                    persistent ? expected_starts : 1};
+        NBR_CHECK(nbr_comm_select(state, &priced, layout, persistent, call->blocking, &algorithm,
+                                  &req->trial));
     }
     state->last_algorithm = algorithm;
     if (algorithm->size_plan && call->kind == NBR_CALL_ALLGATHERV) {
@@ -716,7 +723,8 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
      * some ranks only: sequence numbers must stay equal everywhere. */
     int tag_base = nbr_comm_next_tag_base(state, persistent);
     const nbr_algorithm_t *algorithm = NULL;
-    rc = choose_algorithm(info, persistent, state, &algorithm);
+    int expected_starts = 1;
+    rc = choose_algorithm(info, persistent, state, &algorithm, &expected_starts);
     if (rc != NBR_SUCCESS)
         return rc; /* agreed already for persistent requests */
     nbr_request_t req = NULL;
@@ -733,7 +741,7 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
         req->comm = state;
         nbr_comm_retain(state);
     }
-    rc = prepare(call, algorithm, state, tag_base, persistent, req);
+    rc = prepare(call, algorithm, expected_starts, state, tag_base, persistent, req);
     if (persistent)
         rc = nbr_agree(state->comm, rc); /* _init is collective: one status for all */
     if (rc != NBR_SUCCESS) {

@@ -110,9 +110,12 @@ static void keep_decision(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_lay
  * forwards are priced at this rank's own size (their real sizes are only
  * known from the size round the call runs), plus that round. */
 static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                  const nbr_layout_t *layout, const nbr_value_index_t *values,
-                  int device_buffers, nbr_sim_parts_t *parts)
+                  const nbr_layout_t *layout, const nbr_priced_call_t *call,
+                  nbr_sim_parts_t *parts)
 {
+    const nbr_value_index_t *values = call->values;
+    int device_buffers = call->device_buffers;
+    double started = MPI_Wtime();
     nbr_sim_parts_t round;
     const void *pattern = NULL;
     nbr_plan_t plan, sizes_plan;
@@ -151,6 +154,13 @@ static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         goto out;
     nbr_sim_rank_parts(&machine, &plan, parts);
     nbr_plan_free(&plan);
+    /* a call facts exchange is a plan's set-up every rank pays anew for
+     * each plan (for a blocking call, at every call): its measured time,
+     * spread over the runs the plan is expected to make */
+    if (facts)
+        parts->seconds += (MPI_Wtime() - started) / (call->expected_starts > 0
+                                                          ? call->expected_starts
+                                                          : 1);
     if (relay) {
         nbr_plan_input_t round_input = nbr_comm_input_for(state, algorithm, &sizes);
         if (nbr_build_size_plan(algorithm, &round_input, &sizes_plan, offset_of) !=
@@ -189,9 +199,8 @@ static void log_prices(const nbr_comm_t *state, nbr_call_kind_t kind, const nbr_
 }
 
 int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
-                            const nbr_value_index_t *values, int device_buffers,
-                            const nbr_algorithm_t **candidates, nbr_sim_parts_t *prices,
-                            int *count, int *fallback)
+                            const nbr_priced_call_t *call, const nbr_algorithm_t **candidates,
+                            nbr_sim_parts_t *prices, int *count, int *fallback)
 {
     unsigned needs = 0;
     *count = 0;
@@ -201,7 +210,7 @@ int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
         if (!nbr_select_eligible(a, layout->coll, state->nranks,
                                  state->config.auto_whole_graph_ranks,
                                  nbr_comm_library_usable(state, layout->coll)) ||
-            (a->needs_values && !values))
+            (a->needs_values && !call->values))
             continue;
         if (a == nbr_select_baseline(nbr_comm_library_usable(state, layout->coll)))
             *fallback = *count;
@@ -212,7 +221,7 @@ int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
     /* a rank that cannot plan a candidate prices it at infinity, so the
      * job's price (the max) rules it out on every rank */
     for (int k = 0; rc == NBR_SUCCESS && k < *count; k++)
-        price(state, candidates[k], layout, values, device_buffers, &prices[k]);
+        price(state, candidates[k], layout, call, &prices[k]);
     return rc;
 }
 
@@ -249,10 +258,11 @@ out:
     return rc;
 }
 
-int nbr_comm_select(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
-                    const nbr_value_index_t *values, int device_buffers, int persistent,
-                    int blocking, const nbr_algorithm_t **chosen, nbr_decision_t **trial)
+int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_layout_t *layout,
+                    int persistent, int blocking, const nbr_algorithm_t **chosen,
+                    nbr_decision_t **trial)
 {
+    nbr_call_kind_t kind = call->kind;
     nbr_decision_t *known = persistent ? NULL : nbr_comm_decision(state, kind, layout);
     *trial = NULL;
     if (known) {
@@ -273,8 +283,7 @@ int nbr_comm_select(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t 
         goto out;
     /* the candidates are the same on every rank: they depend on the
      * communicator and the collective only */
-    NBR_CHECK(nbr_select_local_prices(state, layout, values, device_buffers, candidates, mine,
-                                      &n, &fallback));
+    NBR_CHECK(nbr_select_local_prices(state, layout, call, candidates, mine, &n, &fallback));
     NBR_CHECK(nbr_select_job_prices(state, mine, n, job));
     int best = nbr_select_choose(job, n, fallback);
     if (best < 0) {

@@ -5,10 +5,9 @@
 #include "front/comm.h"
 #include "plan/sim.h"
 
-/* The algorithm for a call of this kind and layout (value indices: the
- * call's, or NULL; buffers on GPUs when
- * device_buffers): the decision kept for its signature, else every
- * candidate priced on every rank and one allreduce, which makes it
+/* The algorithm for a call (its kind, value indices, buffers: call) of
+ * this layout: the decision kept for its signature, else every candidate
+ * priced on every rank and one allreduce, which makes it
  * collective: every rank must call it for the same calls (they do: the
  * signatures every rank sees are the same, alg/select.h). persistent:
  * always decide anew, keep nothing. A call that moves nothing on any rank
@@ -28,9 +27,17 @@
  * nbr_comm_trial_record, on every rank (the last report is collective).
  * Nonblocking calls meanwhile run the priced winner, untimed. No trial
  * when the winner is priced above 10 ms a call (select.c says why). */
-int nbr_comm_select(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
-                    const nbr_value_index_t *values, int device_buffers, int persistent,
-                    int blocking, const nbr_algorithm_t **chosen, nbr_decision_t **trial);
+/* What a call's price depends on besides its layout. */
+typedef struct nbr_priced_call {
+    nbr_call_kind_t kind;
+    const nbr_value_index_t *values; /* an _ext call's value indices, or NULL */
+    int device_buffers;              /* its buffers are on GPUs */
+    int expected_starts; /* runs its set-up is spread over (nbr_expected_starts) */
+} nbr_priced_call_t;
+
+int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_layout_t *layout,
+                    int persistent, int blocking, const nbr_algorithm_t **chosen,
+                    nbr_decision_t **trial);
 
 /* The decision kept for the signature of a call of this kind and layout,
  * or NULL (no communication). */
@@ -49,9 +56,8 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
  * Collective only in gathering the candidates' set-up facts. Exposed for
  * tests: ranks may well prefer different algorithms. */
 int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
-                            const nbr_value_index_t *values, int device_buffers,
-                            const nbr_algorithm_t **candidates, nbr_sim_parts_t *prices,
-                            int *count, int *fallback);
+                            const nbr_priced_call_t *call, const nbr_algorithm_t **candidates,
+                            nbr_sim_parts_t *prices, int *count, int *fallback);
 
 /* The job's price of each of n candidates from every rank's parts
  * (collective): the slowest rank's seconds or the busiest node's
