@@ -11,6 +11,7 @@ extern "C" {
 
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -309,6 +310,24 @@ TEST(DedupPlans, VerifierOverSeededGraphsWithValues)
         uint64_t dedup_bytes = bytes_between_nodes(d.plans, place.loc);
         uint64_t aggregate_bytes = bytes_between_nodes(a.plans, place.loc);
         EXPECT_LE(dedup_bytes, aggregate_bytes) << what;
+        // exactly: each distinct (source, value) once per node it goes to
+        std::set<std::tuple<int, int, int64_t>> crossing; // (dest node, source, value)
+        for (int q = 0; q < G.g.nranks; q++)
+            for (int j = 0; j < d.layouts[q].num_send_slots; j++) {
+                int dst = nbr_graph_out(&G.g, q)[j];
+                if (place.loc.node_of[dst] == place.loc.node_of[q])
+                    continue;
+                for (size_t e = v.send_at[q][j]; e < v.send_at[q][j + 1]; e++)
+                    crossing.insert({place.loc.node_of[dst], q, v.send[q][e]});
+            }
+        EXPECT_EQ(dedup_bytes, crossing.size() * Values::element) << what;
+        // and aggregate moves every block's bytes once
+        uint64_t blocks = 0;
+        for (int q = 0; q < G.g.nranks; q++)
+            for (int j = 0; j < d.layouts[q].num_send_slots; j++)
+                if (place.loc.node_of[nbr_graph_out(&G.g, q)[j]] != place.loc.node_of[q])
+                    blocks += d.layouts[q].send[j].bytes;
+        EXPECT_EQ(aggregate_bytes, blocks) << what;
         fewer += dedup_bytes < aggregate_bytes;
     }
     EXPECT_GT(fewer, 300) << "values repeat: dedup should move fewer bytes between nodes";
