@@ -118,7 +118,9 @@ typedef enum nbr_status {
     NBR_ERR_COUNT = -3,         /* negative count, degree or displacement */
     NBR_ERR_RANK = -4,          /* neighbor rank outside the communicator */
     NBR_ERR_TOPOLOGY = -5,      /* communicator has no process topology */
-    NBR_ERR_DATATYPE = -6,      /* invalid or uncommitted datatype */
+    NBR_ERR_DATATYPE = -6,      /* MPI_DATATYPE_NULL or a type MPI cannot describe
+                                 * (an uncommitted one is MPI's to report:
+                                 * NBR_ERR_MPI where MPI sees it) */
     NBR_ERR_TYPE_MISMATCH = -7, /* send and receive type signatures differ */
     NBR_ERR_ALGORITHM = -8,     /* unknown algorithm name */
     NBR_ERR_INFO = -9,          /* malformed MPI_Info / environment value */
@@ -193,9 +195,10 @@ NBR_API const char *nbr_algorithm_names(void);
 /* One-line description of an algorithm, or NULL if the name is unknown. */
 NBR_API const char *nbr_algorithm_description(const char *name);
 
-/* Name of the algorithm in use on comm (sets the communicator up if
- * needed): the one configured, or with auto the one it chose for the latest
- * call ("auto" before any). */
+/* Name of the algorithm of comm's latest call or persistent _init (sets
+ * the communicator up if needed): the communicator's configured one or the
+ * one an _init's info named, or with auto the one it chose; before any
+ * call, the configured one ("auto" by default). */
 NBR_API int nbr_comm_algorithm(MPI_Comm comm, const char **name);
 
 /* *pending = 1 while auto's trial of some call signature on comm is under

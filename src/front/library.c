@@ -21,22 +21,17 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
+/* A persistent request posts the library's nonblocking collective at every
+ * start rather than keeping the library's own persistent one (MPI-4, or
+ * Open MPI 4.1's MPIX_Neighbor_*_init): Open MPI aborts a persistent
+ * collective's schedule after a receive error and a restart then hangs
+ * (tried: Errors.PersistentRestartAfterReceiveError), where nbrcoll
+ * promises the next start runs. */
 
-/* The library's persistent neighborhood collectives: MPI-4's, or before
- * it Open MPI's MPIX_ extension (4.1 has it). Without either, a
- * persistent request posts the nonblocking collective at every start. */
-#if MPI_VERSION >= 4
-#define LIBRARY_INIT(name) PMPI_Neighbor_##name##_init
-#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define LIBRARY_INIT(name) PMPIX_Neighbor_##name##_init
-#endif
-
-/* nbrcoll takes a NULL buffer where it moves no bytes (request.c checked
- * that) and NULL count and displacement arrays where a degree is 0; Open
- * MPI 4.1 rejects either (MPI_ERR_BUFFER), so the library gets real ones. */
+/* nbrcoll takes a NULL buffer where it moves no bytes (or, where it does,
+ * as MPI_BOTTOM: request.c checked that) and NULL count and displacement
+ * arrays where a degree is 0; Open MPI 4.1 rejects NULL buffers and arrays
+ * (MPI_ERR_BUFFER) where nothing moves, so the library gets real ones. */
 static char no_bytes[1];
 static const int no_counts[1] = {0};
 static const MPI_Aint no_displs[1] = {0};
@@ -77,55 +72,24 @@ static int keep_types(const MPI_Datatype *types, int n, MPI_Datatype **kept, cha
     return rc;
 }
 
-/* A persistent request's library collective, made once (collective, as
- * its _init is); MPI_REQUEST_NULL where the library has none. */
-static int init_persistent(nbr_request_t req)
+static int moves_bytes(const nbr_slot_t *slots, int n)
 {
-    req->library_persistent = MPI_REQUEST_NULL;
-#ifdef LIBRARY_INIT
-    const nbr_call_t *c = &req->call;
-    MPI_Comm comm = req->comm->comm;
-    MPI_Request *r = &req->library_persistent;
-    int mrc = MPI_SUCCESS;
-    switch (c->kind) {
-    case NBR_CALL_ALLGATHER:
-        mrc = LIBRARY_INIT(allgather)(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
-                                      c->recvcount, c->recvtype, comm, MPI_INFO_NULL, r);
-        break;
-    case NBR_CALL_ALLGATHERV:
-        mrc = LIBRARY_INIT(allgatherv)(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
-                                       c->recvcounts, c->rdispls, c->recvtype, comm,
-                                       MPI_INFO_NULL, r);
-        break;
-    case NBR_CALL_ALLTOALL:
-        mrc = LIBRARY_INIT(alltoall)(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
-                                     c->recvcount, c->recvtype, comm, MPI_INFO_NULL, r);
-        break;
-    case NBR_CALL_ALLTOALLV:
-        mrc = LIBRARY_INIT(alltoallv)(c->sendbuf, c->sendcounts, c->sdispls, c->sendtype,
-                                      c->recvbuf, c->recvcounts, c->rdispls, c->recvtype, comm,
-                                      MPI_INFO_NULL, r);
-        break;
-    default:
-        mrc = LIBRARY_INIT(alltoallw)(c->sendbuf, c->sendcounts, c->sdispls_w, c->sendtypes,
-                                      c->recvbuf, c->recvcounts, c->rdispls_w, c->recvtypes,
-                                      comm, MPI_INFO_NULL, r);
-        break;
-    }
-    if (mrc != MPI_SUCCESS) {
-        *r = MPI_REQUEST_NULL;
-        return nbr_library_failed("MPI_Neighbor_*_init", mrc);
-    }
-#endif
-    return NBR_SUCCESS;
+    for (int i = 0; i < n; i++)
+        if (slots[i].bytes > 0)
+            return 1;
+    return 0;
 }
 
 int nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
 {
     nbr_call_t *c = &req->call;
     *c = *call;
-    c->sendbuf = c->sendbuf ? c->sendbuf : no_bytes;
-    c->recvbuf = c->recvbuf ? c->recvbuf : no_bytes;
+    /* a NULL buffer that moves bytes is MPI_BOTTOM, for the library too */
+    if (!c->sendbuf && (req->comm->outdegree == 0 ||
+                        !moves_bytes(req->layout.send, req->layout.num_send_slots)))
+        c->sendbuf = no_bytes;
+    if (!c->recvbuf && !moves_bytes(req->layout.recv, req->layout.num_recv_slots))
+        c->recvbuf = no_bytes;
     c->sendcounts = c->sendcounts ? c->sendcounts : no_counts;
     c->sdispls = c->sdispls ? c->sdispls : no_counts;
     c->recvcounts = c->recvcounts ? c->recvcounts : no_counts;
@@ -135,9 +99,10 @@ int nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
     c->sendtypes = c->sendtypes ? c->sendtypes : no_types;
     c->recvtypes = c->recvtypes ? c->recvtypes : no_types;
     req->library_send_type_owned = req->library_recv_type_owned = 0;
-    if (!req->persistent)
-        return NBR_SUCCESS;
-    if (c->kind == NBR_CALL_ALLTOALLW) {
+    /* the library reads alltoallw's type arrays again when a nonblocking
+     * call completes (Open MPI 4.1 releases the types then), after the
+     * caller may have reused them: it gets arrays of its own */
+    if (c->kind == NBR_CALL_ALLTOALLW && !c->blocking) {
         int rc = keep_types(c->sendtypes, req->comm->user_outdegree, &req->library_types[0],
                             &req->library_types_owned[0]);
         if (rc == NBR_SUCCESS)
@@ -145,18 +110,16 @@ int nbr_library_keep(nbr_request_t req, const nbr_call_t *call)
                             &req->library_types_owned[1]);
         c->sendtypes = req->library_types[0] ? req->library_types[0] : no_types;
         c->recvtypes = req->library_types[1] ? req->library_types[1] : no_types;
-        return rc == NBR_SUCCESS ? init_persistent(req) : rc;
+        return rc;
     }
+    if (!req->persistent)
+        return NBR_SUCCESS;
     int rc = keep_type(&c->sendtype, &req->library_send_type_owned);
-    if (rc == NBR_SUCCESS)
-        rc = keep_type(&c->recvtype, &req->library_recv_type_owned);
-    return rc == NBR_SUCCESS ? init_persistent(req) : rc;
+    return rc == NBR_SUCCESS ? keep_type(&c->recvtype, &req->library_recv_type_owned) : rc;
 }
 
 void nbr_library_release(nbr_request_t req)
 {
-    if (req->library_persistent != MPI_REQUEST_NULL)
-        PMPI_Request_free(&req->library_persistent);
     if (req->library_send_type_owned)
         MPI_Type_free(&req->call.sendtype);
     if (req->library_recv_type_owned)
@@ -256,19 +219,7 @@ int nbr_library_start(nbr_request_t req)
     req->library_request = MPI_REQUEST_NULL;
     if (req->call.blocking)
         return NBR_SUCCESS; /* nbr_library_wait runs it */
-    if (req->library_persistent != MPI_REQUEST_NULL) {
-        int mrc = PMPI_Start(&req->library_persistent);
-        return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Start", mrc);
-    }
     return post(req);
-}
-
-/* The MPI request a started run completes: the persistent one, or the
- * nonblocking collective's. */
-static MPI_Request *running(nbr_request_t req)
-{
-    return req->library_persistent != MPI_REQUEST_NULL ? &req->library_persistent
-                                                       : &req->library_request;
 }
 
 int nbr_library_test(nbr_request_t req, int *done)
@@ -279,7 +230,7 @@ int nbr_library_test(nbr_request_t req, int *done)
         return nbr_library_wait(req);
     }
     nbr_exec_progress(&req->comm->exec);
-    int mrc = PMPI_Test(running(req), done, MPI_STATUS_IGNORE);
+    int mrc = PMPI_Test(&req->library_request, done, MPI_STATUS_IGNORE);
     if (mrc != MPI_SUCCESS) {
         *done = 1;
         return nbr_library_failed("MPI_Test", mrc);
@@ -305,7 +256,7 @@ int nbr_library_wait(nbr_request_t req)
     if (done || rc != NBR_SUCCESS)
         return rc;
     /* alone: MPI may block until it is done */
-    int mrc = PMPI_Wait(running(req), MPI_STATUS_IGNORE);
+    int mrc = PMPI_Wait(&req->library_request, MPI_STATUS_IGNORE);
     return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Wait", mrc);
 }
 
@@ -333,7 +284,7 @@ int nbr_library_shortcut(nbr_comm_t *state, const nbr_call_t *call, int *rc)
     const nbr_algorithm_t *algorithm = state->config.algorithm;
     nbr_decision_t *decision = NULL;
     if (!algorithm) {
-        decision = nbr_comm_decision(state, NBR_CALL_ALLGATHER, &plan->layout);
+        decision = nbr_comm_decision(state, NBR_CALL_ALLGATHER, bytes);
         if (!decision || decision->num_sides > 0)
             return 0; /* undecided, or on trial */
         algorithm = decision->algorithm;

@@ -6,6 +6,7 @@
 #include "front/select.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,14 +147,6 @@ out:
     return rc;
 }
 
-static size_t slots_bytes(const nbr_slot_t *slots, int n)
-{
-    size_t total = 0;
-    for (int i = 0; i < n; i++)
-        total += slots[i].bytes;
-    return total;
-}
-
 /* The slots' own types: duplicates where owned, a run of equal ones
  * sharing one. */
 static void free_slot_types(nbr_typed_buffer_t *buf)
@@ -222,9 +215,12 @@ out:
     return rc;
 }
 
+/* Where the plan's offsets start: the user's pointer (MPI_BOTTOM, NULL,
+ * where the offsets are absolute addresses) plus the type's true lower
+ * bound, or the staging area. Integer arithmetic: no pointer math on NULL. */
 static char *plan_base(const nbr_typed_buffer_t *buf)
 {
-    return buf->dense ? buf->user + buf->true_lb : buf->staging;
+    return buf->dense ? (char *)((uintptr_t)buf->user + (uintptr_t)buf->true_lb) : buf->staging;
 }
 
 enum { PACK, UNPACK };
@@ -241,7 +237,7 @@ static int transfer_staged(nbr_typed_buffer_t *buf, const nbr_slot_t *slots,
         if (slots[i].bytes == 0)
             continue;
         int position = (int)slots[i].offset;
-        char *user = buf->user + buf->starts[i];
+        char *user = (char *)((uintptr_t)buf->user + (uintptr_t)buf->starts[i]);
         MPI_Datatype type = buf->types ? buf->types[i] : buf->type;
         if (direction == PACK)
             NBR_MPI_CHECK(MPI_Pack(user, buf->counts[i], type, buf->staging,
@@ -343,6 +339,23 @@ static void call_sides(const nbr_call_t *call, const nbr_comm_t *state, side_t *
     }
 }
 
+/* A NULL buffer is MPI_BOTTOM: the data's addresses are in the
+ * displacements and types (MPI_Get_address). Every byte it moves must
+ * then lie above the first page, else it is a NULL buffer by mistake. */
+static int at_addresses(const nbr_typed_buffer_t *buf, const nbr_slot_t *slots, int n)
+{
+    enum { FIRST_PAGE = 4096 };
+    for (int i = 0; i < n; i++) {
+        if (slots[i].bytes == 0)
+            continue;
+        uintptr_t start = buf->dense ? (uintptr_t)buf->true_lb + slots[i].offset
+                                     : (uintptr_t)buf->starts[i] + (uintptr_t)buf->true_lb;
+        if (start < FIRST_PAGE)
+            return 0;
+    }
+    return 1;
+}
+
 static int build_layout(const nbr_call_t *call, const nbr_comm_t *state,
                         nbr_request_t req, nbr_layout_t *layout)
 {
@@ -361,10 +374,10 @@ static int build_layout(const nbr_call_t *call, const nbr_comm_t *state,
                   call->sendcount, req->send.type_size, call->recvcount, req->recv.type_size);
         return NBR_ERR_TYPE_MISMATCH;
     }
-    size_t send_bytes = state->outdegree > 0 ? slots_bytes(layout->send, layout->num_send_slots) : 0;
-    if (!call->sendbuf && send_bytes > 0)
+    int send_slots = state->outdegree > 0 ? layout->num_send_slots : 0;
+    if (!call->sendbuf && !at_addresses(&req->send, layout->send, send_slots))
         return NBR_ERR_BUFFER;
-    if (!call->recvbuf && slots_bytes(layout->recv, layout->num_recv_slots) > 0)
+    if (!call->recvbuf && !at_addresses(&req->recv, layout->recv, layout->num_recv_slots))
         return NBR_ERR_BUFFER;
 out:
     return rc;
@@ -654,7 +667,9 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         nbr_exec_buffer_t send = exec_buffer(&req->send), recv = exec_buffer(&req->recv);
         int device = nbr_exec_on_device(&state->exec, &send) ||
                      nbr_exec_on_device(&state->exec, &recv);
-        nbr_priced_call_t priced = {call->kind, req->has_values ? &req->values : NULL, device,
+        nbr_priced_call_t priced = {call->kind,
+                                    (size_t)call->sendcount * (size_t)req->send.type_size,
+                                    req->has_values ? &req->values : NULL, device,
                                     persistent ? expected_starts : 1};
         NBR_CHECK(nbr_comm_select(state, &priced, layout, persistent, call->blocking, &algorithm,
                                   &req->trial));
@@ -734,7 +749,7 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     } else if ((req = calloc(1, sizeof(*req)))) {
         req->send.type = req->recv.type = MPI_DATATYPE_NULL;
         req->send.dense = req->recv.dense = 1;
-        req->library_request = req->library_persistent = MPI_REQUEST_NULL;
+        req->library_request = MPI_REQUEST_NULL;
     }
     if (req) {
         req->persistent = persistent;

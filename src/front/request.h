@@ -80,9 +80,6 @@ struct nbr_request {
     MPI_Datatype *library_types[2];
     char *library_types_owned[2];
     MPI_Request library_request;
-    /* a persistent request: the library's own persistent collective,
-     * made at _init (MPI-4, or Open MPI's MPIX extension); NULL without */
-    MPI_Request library_persistent;
 };
 
 /* Validates the call, builds or finds its plan and prepares a request

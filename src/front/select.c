@@ -16,24 +16,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* allgather and alltoall: the block size (equal on every rank; a rank
- * without out-neighbors sends none, so its receive block stands for it);
- * the v- and w-forms: one decision per collective (see nbr_decision_t). */
-static size_t signature(nbr_call_kind_t kind, const nbr_layout_t *layout)
+/* allgather and alltoall: the block size, which MPI makes the same on
+ * every rank (from the call's count and type: a rank without neighbors
+ * must see the same signatures as the others, or it would skip a pricing
+ * its peers make); the v- and w-forms: one decision per collective (see
+ * nbr_decision_t). */
+static size_t signature(nbr_call_kind_t kind, size_t block_bytes)
 {
-    if (!nbr_call_uniform(kind))
-        return 0;
-    if (layout->num_send_slots > 0)
-        return layout->send[0].bytes;
-    return layout->num_recv_slots > 0 ? layout->recv[0].bytes : 0;
+    return nbr_call_uniform(kind) ? block_bytes : 0;
 }
 
-nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind,
-                                  const nbr_layout_t *layout)
+nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_t block_bytes)
 {
     for (int i = 0; i < NBR_DECISIONS; i++) {
         nbr_decision_t *d = &state->decisions[i];
-        if (d->valid && d->kind == kind && d->block_bytes == signature(kind, layout))
+        if (d->valid && d->kind == kind && d->block_bytes == signature(kind, block_bytes))
             return d;
     }
     return NULL;
@@ -83,8 +80,7 @@ static void trial_sides(const nbr_comm_t *state, const double *job,
     d->num_sides = num;
 }
 
-static void keep_decision(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
-                          const double *job,
+static void keep_decision(nbr_comm_t *state, const nbr_priced_call_t *call, const double *job,
                           const nbr_algorithm_t *const *candidates, int n, int best,
                           int fallback)
 {
@@ -98,7 +94,8 @@ static void keep_decision(nbr_comm_t *state, nbr_call_kind_t kind, const nbr_lay
     }
     if (slot->valid && slot->num_sides > 0)
         state->trials--; /* replaced while on trial */
-    *slot = (nbr_decision_t){.valid = 1, .kind = kind, .block_bytes = signature(kind, layout),
+    *slot = (nbr_decision_t){.valid = 1, .kind = call->kind,
+                             .block_bytes = signature(call->kind, call->block_bytes),
                              .algorithm = candidates[best], .last_use = ++state->decision_clock};
     trial_sides(state, job, candidates, n, best, fallback, slot);
     if (slot->num_sides > 0)
@@ -263,7 +260,7 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_
                     nbr_decision_t **trial)
 {
     nbr_call_kind_t kind = call->kind;
-    nbr_decision_t *known = persistent ? NULL : nbr_comm_decision(state, kind, layout);
+    nbr_decision_t *known = persistent ? NULL : nbr_comm_decision(state, kind, call->block_bytes);
     *trial = NULL;
     if (known) {
         known->last_use = ++state->decision_clock;
@@ -296,7 +293,7 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_
     if (fallback >= 0 && job[fallback] <= 0)
         best = fallback;
     else if (!persistent)
-        keep_decision(state, kind, layout, job, candidates, n, best, fallback);
+        keep_decision(state, call, job, candidates, n, best, fallback);
     log_prices(state, kind, layout, job, candidates, n, best);
     *chosen = candidates[best];
 out:

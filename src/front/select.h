@@ -30,6 +30,9 @@
 /* What a call's price depends on besides its layout. */
 typedef struct nbr_priced_call {
     nbr_call_kind_t kind;
+    /* allgather, alltoall: the block's bytes from the call's count and
+     * type (a rank without neighbors has no slot that says it) */
+    size_t block_bytes;
     const nbr_value_index_t *values; /* an _ext call's value indices, or NULL */
     int device_buffers;              /* its buffers are on GPUs */
     int expected_starts; /* runs its set-up is spread over (nbr_expected_starts) */
@@ -39,10 +42,9 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_
                     int persistent, int blocking, const nbr_algorithm_t **chosen,
                     nbr_decision_t **trial);
 
-/* The decision kept for the signature of a call of this kind and layout,
- * or NULL (no communication). */
-nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind,
-                                  const nbr_layout_t *layout);
+/* The decision kept for the signature of a call of this kind and block
+ * bytes (allgather and alltoall; ignored for the others), or NULL. */
+nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_t block_bytes);
 
 /* A timed trial call: seconds from start to completion (INFINITY when it
  * failed on this rank); the trial's last one agrees on the outcome. */
