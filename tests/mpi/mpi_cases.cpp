@@ -185,6 +185,33 @@ const Types &types()
 Neighbors query_neighbors(MPI_Comm comm)
 {
     Neighbors nb;
+    MPI_Topo_test(comm, &nb.topo);
+    if (nb.topo == MPI_CART) {
+        int ndims = 0;
+        MPI_Cartdim_get(comm, &ndims);
+        for (int d = 0; d < ndims; ++d) {
+            int minus = MPI_PROC_NULL, plus = MPI_PROC_NULL;
+            MPI_Cart_shift(comm, d, 1, &minus, &plus);
+            nb.in.insert(nb.in.end(), {minus, plus});
+            nb.out.insert(nb.out.end(), {minus, plus});
+        }
+        for (int b = 0; b < 2 * ndims; ++b) {
+            nb.out_edge.push_back(b);
+            nb.in_edge.push_back(b ^ 1);
+        }
+        return nb;
+    }
+    if (nb.topo == MPI_GRAPH) {
+        int me = 0, n = 0;
+        MPI_Comm_rank(comm, &me);
+        MPI_Graph_neighbors_count(comm, me, &n);
+        std::vector<int> list(n + 1);
+        MPI_Graph_neighbors(comm, me, n, list.data());
+        nb.in.assign(list.begin(), list.begin() + n);
+        nb.out = nb.in;
+        nb.in_edge = nb.out_edge = occurrences(nb.in);
+        return nb;
+    }
     int indeg = 0, outdeg = 0, weighted = 0;
     MPI_Dist_graph_neighbors_count(comm, &indeg, &outdeg, &weighted);
     nb.weighted = weighted != 0;
@@ -198,6 +225,8 @@ Neighbors query_neighbors(MPI_Comm comm)
         nb.inw.assign(inw.begin(), inw.begin() + indeg);
         nb.outw.assign(outw.begin(), outw.begin() + outdeg);
     }
+    nb.in_edge = occurrences(nb.in);
+    nb.out_edge = occurrences(nb.out);
     return nb;
 }
 
@@ -470,6 +499,8 @@ const char *op_name(Op op)
     case Op::Allgather: return "allgather";
     case Op::Allgatherv: return "allgatherv";
     case Op::Alltoallv: return "alltoallv";
+    case Op::Alltoall: return "alltoall";
+    case Op::Alltoallw: return "alltoallw";
     }
     return "?";
 }
@@ -487,8 +518,8 @@ const char *variant_name(Variant v)
 std::string describe(const Case &c)
 {
     std::ostringstream os;
-    os << op_name(c.op) << " " << types().pairs[c.pair].name << " ~" << c.bytes << "B "
-       << variant_name(c.variant);
+    os << op_name(c.op) << " " << (c.op == Op::Alltoallw ? "mostly " : "")
+       << types().pairs[c.pair].name << " ~" << c.bytes << "B " << variant_name(c.variant);
     if (c.variant == Variant::Persistent)
         os << " x" << c.runs;
     if (c.variant == Variant::Nonblocking && c.poll)
@@ -501,58 +532,90 @@ namespace {
 
 constexpr size_t kGuard = 64;  // sentinel bytes before and after each recv buffer
 
-// Everything about one case that does not change between runs.
+bool dense(const TypeDesc *t)
+{
+    return t->size == t->extent;
+}
+
+// One block per neighbor, each with its own element count (and, for
+// alltoallw, type) at its own place in the buffer.
+bool per_block(Op op)
+{
+    return op == Op::Alltoall || op == Op::Alltoallv || op == Op::Alltoallw;
+}
+
+// Everything about one case that does not change between runs. Blocks are
+// indexed like the user's arrays (Neighbors); a block toward MPI_PROC_NULL
+// has a nonzero count (where the case moves bytes) and must stay untouched.
 struct Plan {
-    const TypeDesc *st, *rt;
+    const TypeDesc *st, *rt;  // the case's pair (alltoallw: per block below)
     Op op;
     uint64_t seed;
     long n;  // typical units per edge
     bool null_bufs;
     int me;
     Neighbors nb;
-    std::vector<int> kin, kout;
-    // send side (elements of the send type)
+    std::vector<int> kin, kout;  // nb.in_edge, nb.out_edge
+    // send side (elements of the send type): the call's arguments...
     int scount = 0;
     std::vector<int> scounts, sdispls;
+    std::vector<MPI_Aint> sdispls_w;   // alltoallw: bytes
+    std::vector<MPI_Datatype> stypes;  // alltoallw
+    // ...and per out-block (allgather(v): the one block sent to all)
+    std::vector<const TypeDesc *> stype;
+    std::vector<int> ocount;
+    std::vector<size_t> soff;  // bytes from the start of the send buffer
     size_t sbytes = 0;
+    bool sdense = true;        // every send type dense
     // receive side (elements of the receive type)
     int rcount = 0;
     std::vector<int> rcounts, rdispls;
-    size_t rbytes = 0;  // without guards
-    // per in-slot: what the source sends on that edge
+    std::vector<MPI_Aint> rdispls_w;
+    std::vector<MPI_Datatype> rtypes;
+    std::vector<const TypeDesc *> rtype;
+    std::vector<size_t> roff;  // bytes from the start of the layout (without guard)
+    size_t rbytes = 0;         // without guards
+    bool rdense = true;
+    // per in-block: what the source sends on that edge
     std::vector<int> src_count;
+    std::vector<const TypeDesc *> src_type;
     std::vector<uint8_t> mask;  // 1 where the receive type writes (with guards)
 
-    long vary(uint64_t h, bool no_zero) const
+    long vary(uint64_t h, bool no_zero, long units) const
     {
-        if (n == 0)
+        if (units == 0)
             return 0;
         if (!no_zero && h % 8 == 0)
             return 0;
-        const long lo = n - n / 4;
-        return lo + static_cast<long>(h % static_cast<uint64_t>(n / 2 + 1));
+        const long lo = units - units / 4;
+        return lo + static_cast<long>(h % static_cast<uint64_t>(units / 2 + 1));
     }
     uint64_t key(int run, int src, int dst, int k) const
     {
         return mix(seed, static_cast<uint64_t>(run), static_cast<uint64_t>(src),
                    static_cast<uint64_t>(static_cast<int64_t>(dst)), static_cast<uint64_t>(k));
     }
-    // Key of the data src sends on its edge to this rank (k-th occurrence).
+    // Key of the data src sends on its edge to this rank (see Neighbors).
     uint64_t edge_key(int run, int src, int k) const
     {
-        return op == Op::Alltoallv ? key(run, src, me, k) : key(run, src, -1, 0);
+        return per_block(op) ? key(run, src, me, k) : key(run, src, -1, 0);
     }
-    size_t slot_offset(int i) const
+    // Key of what this rank sends on out-block j.
+    uint64_t out_key(int run, int j) const
     {
-        return kGuard + static_cast<size_t>(rdispls[i]) * static_cast<size_t>(rt->extent);
+        return per_block(op) ? key(run, me, nb.out[j], kout[j]) : key(run, me, -1, 0);
     }
+    size_t slot_offset(int i) const { return kGuard + roff[i]; }
+    bool missing_in(int i) const { return nb.in[i] == MPI_PROC_NULL; }
+    bool missing_out(int j) const { return nb.out[j] == MPI_PROC_NULL; }
 };
 
-// Places blocks of the given element counts in a buffer in a shuffled order
-// with small gaps; returns the total element count.
-int place_blocks(const std::vector<int> &counts, uint64_t seed, std::vector<int> &displs)
+// Places blocks of the given sizes (elements or bytes) in a buffer in a
+// shuffled order with small gaps of up to max_gap; returns the total size.
+long place_blocks(const std::vector<long> &sizes, uint64_t seed, std::vector<long> &displs,
+                  int max_gap)
 {
-    const size_t m = counts.size();
+    const size_t m = sizes.size();
     std::vector<size_t> order(m);
     for (size_t i = 0; i < m; ++i)
         order[i] = i;
@@ -562,11 +625,20 @@ int place_blocks(const std::vector<int> &counts, uint64_t seed, std::vector<int>
     long pos = 0;
     for (size_t idx = 0; idx < m; ++idx) {
         const size_t i = order[idx];
-        pos += static_cast<long>(mix(seed, i, 0x6A) % 3);
-        displs[i] = static_cast<int>(pos);
-        pos += counts[i];
+        pos += static_cast<long>(mix(seed, i, 0x6A) % static_cast<uint64_t>(max_gap + 1));
+        displs[i] = pos;
+        pos += sizes[i];
     }
-    return static_cast<int>(pos + 1);
+    return pos + 1;
+}
+
+// Element displacements of blocks of the given counts; total elements.
+int place_elements(const std::vector<int> &counts, uint64_t seed, std::vector<int> &displs)
+{
+    std::vector<long> sizes(counts.begin(), counts.end()), d;
+    const long total = place_blocks(sizes, seed, d, 2);
+    displs.assign(d.begin(), d.end());
+    return static_cast<int>(total);
 }
 
 Plan make_plan(MPI_Comm comm, const Case &c)
@@ -580,28 +652,52 @@ Plan make_plan(MPI_Comm comm, const Case &c)
     p.seed = c.seed;
     MPI_Comm_rank(comm, &p.me);
     p.nb = query_neighbors(comm);
-    p.kin = occurrences(p.nb.in);
-    p.kout = occurrences(p.nb.out);
+    p.kin = p.nb.in_edge;
+    p.kout = p.nb.out_edge;
     const size_t ub = tp.unit_bytes();
     p.n = c.bytes == 0 ? 0 : std::max<long>(1, static_cast<long>(c.bytes / ub));
     p.null_bufs = p.n == 0;
     const int indeg = p.nb.indeg(), outdeg = p.nb.outdeg();
     const bool nz = c.no_zero_edges;
 
-    auto units_v = [&](int src) { return p.vary(mix(c.seed, static_cast<uint64_t>(src), 0xA6), nz); };
-    auto units_a = [&](int src, int dst, int k) {
+    auto units_v = [&](int src) {
+        return p.vary(mix(c.seed, static_cast<uint64_t>(src), 0xA6), nz, p.n);
+    };
+    auto units_a = [&](int src, int dst, int k, long units) {
         return p.vary(mix(c.seed, static_cast<uint64_t>(src), static_cast<uint64_t>(dst),
                           static_cast<uint64_t>(k), 0xA7),
-                      nz);
+                      nz, units);
+    };
+    // alltoallw: the type pair of edge (src -> dst, the sender's edge id k),
+    // which both of its ends compute alike.
+    std::vector<int> dense_pairs;
+    for (size_t i = 0; i < T.pairs.size(); ++i)
+        if (dense(T.pairs[i].send) && dense(T.pairs[i].recv))
+            dense_pairs.push_back(static_cast<int>(i));
+    const bool case_dense = dense(tp.send) && dense(tp.recv);
+    auto edge_pair = [&](int src, int dst, int k) {
+        const uint64_t h = mix(c.seed, static_cast<uint64_t>(src), static_cast<uint64_t>(dst),
+                               static_cast<uint64_t>(k), 0xA8);
+        if (h & 1)
+            return c.pair;
+        return case_dense ? dense_pairs[(h >> 1) % dense_pairs.size()]
+                          : static_cast<int>((h >> 1) % T.pairs.size());
+    };
+    auto edge_units = [&](int pair) {
+        return c.bytes == 0
+                   ? 0L
+                   : std::max<long>(1, static_cast<long>(c.bytes / T.pairs[pair].unit_bytes()));
     };
 
     const uint64_t sseed = mix(c.seed, static_cast<uint64_t>(p.me), 0x51);
     const uint64_t rseed = mix(c.seed, static_cast<uint64_t>(p.me), 0x52);
-    p.src_count.resize(indeg);
+    p.src_count.assign(indeg, 0);
+    p.src_type.assign(indeg, p.st);
+    p.rtype.assign(indeg, p.rt);
+    p.stype.assign(per_block(c.op) ? outdeg : 1, p.st);
     switch (c.op) {
     case Op::Allgather:
         p.scount = static_cast<int>(p.n) * tp.send_mult;
-        p.sbytes = static_cast<size_t>(p.scount) * p.st->extent;
         p.rcount = static_cast<int>(p.n) * tp.recv_mult;
         p.rcounts.assign(indeg, p.rcount);
         p.rdispls.resize(indeg);
@@ -609,46 +705,124 @@ Plan make_plan(MPI_Comm comm, const Case &c)
             p.rdispls[i] = i * p.rcount;
             p.src_count[i] = p.scount;
         }
+        p.sbytes = static_cast<size_t>(p.scount) * p.st->extent;
         p.rbytes = static_cast<size_t>(indeg) * p.rcount * p.rt->extent;
         break;
     case Op::Allgatherv: {
         p.scount = static_cast<int>(units_v(p.me)) * tp.send_mult;
-        p.sbytes = static_cast<size_t>(p.scount) * p.st->extent;
         p.rcounts.resize(indeg);
         for (int i = 0; i < indeg; ++i) {
-            const long u = units_v(p.nb.in[i]);
+            // a missing neighbor's block is there and must stay untouched
+            const long u = p.missing_in(i) ? p.n : units_v(p.nb.in[i]);
             p.rcounts[i] = static_cast<int>(u) * tp.recv_mult;
             p.src_count[i] = static_cast<int>(u) * tp.send_mult;
         }
-        p.rbytes = static_cast<size_t>(place_blocks(p.rcounts, rseed, p.rdispls)) * p.rt->extent;
+        p.sbytes = static_cast<size_t>(p.scount) * p.st->extent;
+        p.rbytes = static_cast<size_t>(place_elements(p.rcounts, rseed, p.rdispls)) * p.rt->extent;
         break;
     }
+    case Op::Alltoall:
+        p.scount = static_cast<int>(p.n) * tp.send_mult;
+        p.rcount = static_cast<int>(p.n) * tp.recv_mult;
+        p.scounts.assign(outdeg, p.scount);
+        p.sdispls.resize(outdeg);
+        for (int j = 0; j < outdeg; ++j)
+            p.sdispls[j] = j * p.scount;
+        p.rcounts.assign(indeg, p.rcount);
+        p.rdispls.resize(indeg);
+        for (int i = 0; i < indeg; ++i) {
+            p.rdispls[i] = i * p.rcount;
+            p.src_count[i] = p.scount;
+        }
+        p.sbytes = static_cast<size_t>(outdeg) * p.scount * p.st->extent;
+        p.rbytes = static_cast<size_t>(indeg) * p.rcount * p.rt->extent;
+        break;
     case Op::Alltoallv: {
         p.scounts.resize(outdeg);
-        for (int j = 0; j < outdeg; ++j)
-            p.scounts[j] = static_cast<int>(units_a(p.me, p.nb.out[j], p.kout[j])) * tp.send_mult;
-        p.sbytes = static_cast<size_t>(place_blocks(p.scounts, sseed, p.sdispls)) * p.st->extent;
+        for (int j = 0; j < outdeg; ++j) {
+            const long u = p.missing_out(j) ? p.n : units_a(p.me, p.nb.out[j], p.kout[j], p.n);
+            p.scounts[j] = static_cast<int>(u) * tp.send_mult;
+        }
+        p.sbytes = static_cast<size_t>(place_elements(p.scounts, sseed, p.sdispls)) * p.st->extent;
         p.rcounts.resize(indeg);
         for (int i = 0; i < indeg; ++i) {
-            const long u = units_a(p.nb.in[i], p.me, p.kin[i]);
+            const long u = p.missing_in(i) ? p.n : units_a(p.nb.in[i], p.me, p.kin[i], p.n);
             p.rcounts[i] = static_cast<int>(u) * tp.recv_mult;
             p.src_count[i] = static_cast<int>(u) * tp.send_mult;
         }
-        p.rbytes = static_cast<size_t>(place_blocks(p.rcounts, rseed, p.rdispls)) * p.rt->extent;
+        p.rbytes = static_cast<size_t>(place_elements(p.rcounts, rseed, p.rdispls)) * p.rt->extent;
+        break;
+    }
+    case Op::Alltoallw: {
+        // Byte displacements with gaps of any byte count (no alignment).
+        std::vector<long> sizes(outdeg), d;
+        p.scounts.resize(outdeg);
+        p.stypes.resize(outdeg);
+        for (int j = 0; j < outdeg; ++j) {
+            const int pair = p.missing_out(j) ? c.pair : edge_pair(p.me, p.nb.out[j], p.kout[j]);
+            const TypePair &e = T.pairs[pair];
+            const long units = edge_units(pair);
+            const long u =
+                p.missing_out(j) ? units : units_a(p.me, p.nb.out[j], p.kout[j], units);
+            p.stype[j] = e.send;
+            p.stypes[j] = e.send->type;
+            p.scounts[j] = static_cast<int>(u) * e.send_mult;
+            sizes[j] = static_cast<long>(p.scounts[j]) * e.send->extent;
+        }
+        p.sbytes = static_cast<size_t>(place_blocks(sizes, sseed, d, 11));
+        p.sdispls_w.assign(d.begin(), d.end());
+        sizes.assign(indeg, 0);
+        p.rcounts.resize(indeg);
+        p.rtypes.resize(indeg);
+        for (int i = 0; i < indeg; ++i) {
+            const int pair = p.missing_in(i) ? c.pair : edge_pair(p.nb.in[i], p.me, p.kin[i]);
+            const TypePair &e = T.pairs[pair];
+            const long units = edge_units(pair);
+            const long u =
+                p.missing_in(i) ? units : units_a(p.nb.in[i], p.me, p.kin[i], units);
+            p.rtype[i] = e.recv;
+            p.rtypes[i] = e.recv->type;
+            p.rcounts[i] = static_cast<int>(u) * e.recv_mult;
+            p.src_type[i] = e.send;
+            p.src_count[i] = static_cast<int>(u) * e.send_mult;
+            sizes[i] = static_cast<long>(p.rcounts[i]) * e.recv->extent;
+        }
+        p.rbytes = static_cast<size_t>(place_blocks(sizes, rseed, d, 11));
+        p.rdispls_w.assign(d.begin(), d.end());
         break;
     }
     }
+    if (p.op == Op::Alltoallw) {
+        p.soff.assign(p.sdispls_w.begin(), p.sdispls_w.end());
+        p.roff.assign(p.rdispls_w.begin(), p.rdispls_w.end());
+    } else {
+        p.soff.assign(p.stype.size(), 0);
+        for (size_t j = 0; per_block(c.op) && j < p.soff.size(); ++j)
+            p.soff[j] = static_cast<size_t>(p.sdispls[j]) * p.st->extent;
+        p.roff.resize(indeg);
+        for (int i = 0; i < indeg; ++i)
+            p.roff[i] = static_cast<size_t>(p.rdispls[i]) * p.rt->extent;
+    }
+    p.ocount = per_block(c.op) ? p.scounts : std::vector<int>(1, p.scount);
+    // alltoallw: every block's type; the others: the one type, also where a
+    // rank has no block (nbrcoll checks the type against the memory anyway)
+    p.sdense = dense(p.st);
+    p.rdense = dense(p.rt);
+    if (p.op == Op::Alltoallw) {
+        p.sdense = std::all_of(p.stype.begin(), p.stype.end(), dense);
+        p.rdense = std::all_of(p.rtype.begin(), p.rtype.end(), dense);
+    }
 
-    // Which bytes of the receive buffer the receive type may write.
+    // Which bytes of the receive buffer the receive types may write.
     p.mask.assign(p.rbytes + 2 * kGuard, 0);
     for (int i = 0; i < indeg; ++i) {
-        if (p.rcounts[i] == 0)
+        if (p.rcounts[i] == 0 || p.missing_in(i))
             continue;
-        const int len = p.rcounts[i] * p.rt->size;
+        const int len = p.rcounts[i] * p.rtype[i]->size;
         std::vector<uint8_t> ones(static_cast<size_t>(len), 1);
         int pos = 0;
         MPI_Unpack(ones.data(), len, &pos, p.mask.data() + p.slot_offset(i), p.rcounts[i],
-                   p.rt->type, MPI_COMM_SELF);
+                   p.rtype[i]->type, MPI_COMM_SELF);
     }
     return p;
 }
@@ -657,23 +831,22 @@ void fill_send(const Plan &p, int run, std::vector<uint8_t> &sbuf)
 {
     if (sbuf.empty())
         return;
-    if (p.op != Op::Alltoallv) {
-        fill_random(sbuf.data(), sbuf.size(), p.key(run, p.me, -1, 0));
+    if (!per_block(p.op)) {
+        fill_random(sbuf.data(), sbuf.size(), p.out_key(run, 0));
         return;
     }
     fill_random(sbuf.data(), sbuf.size(), p.key(run, p.me, -2, 0));  // gaps
     for (int j = 0; j < p.nb.outdeg(); ++j)
-        fill_random(sbuf.data() + static_cast<size_t>(p.sdispls[j]) * p.st->extent,
-                    static_cast<size_t>(p.scounts[j]) * p.st->extent,
-                    p.key(run, p.me, p.nb.out[j], p.kout[j]));
+        fill_random(sbuf.data() + p.soff[j],
+                    static_cast<size_t>(p.scounts[j]) * p.stype[j]->extent, p.out_key(run, j));
 }
 
-// Slot of the receive buffer holding byte offset off (with guards), or -1.
+// Block of the receive buffer holding byte offset off (with guards), or -1.
 int slot_of(const Plan &p, size_t off)
 {
     for (int i = 0; i < p.nb.indeg(); ++i) {
         const size_t b = p.slot_offset(i);
-        const size_t e = b + static_cast<size_t>(p.rcounts[i]) * p.rt->extent;
+        const size_t e = b + static_cast<size_t>(p.rcounts[i]) * p.rtype[i]->extent;
         if (off >= b && off < e)
             return i;
     }
@@ -687,13 +860,16 @@ std::string where_text(const Plan &p, size_t off)
     if (off < kGuard || off >= kGuard + p.rbytes)
         os << " (guard zone outside the receive layout)";
     const int i = slot_of(p, off);
-    if (i >= 0)
-        os << " (slot " << i << ", source " << p.nb.in[i] << ")";
+    if (i >= 0 && p.missing_in(i))
+        os << " (block " << i << ", toward MPI_PROC_NULL: must stay untouched)";
+    else if (i >= 0)
+        os << " (block " << i << ", source " << p.nb.in[i] << ")";
     return os.str();
 }
 
-// Checks one receive buffer on its own: gaps untouched, each slot holds
-// exactly what its source sent. Returns true when it passes.
+// Checks one receive buffer on its own: gaps and blocks of missing
+// neighbors untouched, each block holds exactly what its source sent
+// there. Returns true when it passes.
 bool check_result(const Plan &p, const std::vector<uint8_t> &buf, int run,
                   const std::string &who, const std::string &where)
 {
@@ -707,19 +883,21 @@ bool check_result(const Plan &p, const std::vector<uint8_t> &buf, int run,
         }
     }
     for (int i = 0; i < p.nb.indeg(); ++i) {
-        if (p.rcounts[i] == 0)
+        if (p.rcounts[i] == 0 || p.missing_in(i))
             continue;
         const int src = p.nb.in[i];
-        std::vector<uint8_t> srcbuf(static_cast<size_t>(p.src_count[i]) * p.st->extent);
+        const TypeDesc *st = p.src_type[i];
+        std::vector<uint8_t> srcbuf(static_cast<size_t>(p.src_count[i]) * st->extent);
         fill_random(srcbuf.data(), srcbuf.size(), p.edge_key(run, src, p.kin[i]));
-        std::vector<uint8_t> want = pack(srcbuf.data(), p.src_count[i], p.st->type);
-        std::vector<uint8_t> got = pack(buf.data() + p.slot_offset(i), p.rcounts[i], p.rt->type);
+        std::vector<uint8_t> want = pack(srcbuf.data(), p.src_count[i], st->type);
+        std::vector<uint8_t> got =
+            pack(buf.data() + p.slot_offset(i), p.rcounts[i], p.rtype[i]->type);
         if (want != got) {
             size_t d = 0;
             while (d < want.size() && d < got.size() && want[d] == got[d])
                 ++d;
-            ADD_FAILURE() << where << " run " << run << ": " << who << " slot " << i
-                          << " (source " << src << ", occurrence " << p.kin[i]
+            ADD_FAILURE() << where << " run " << run << ": " << who << " block " << i
+                          << " (source " << src << ", its edge " << p.kin[i]
                           << ") differs from the data the source sent, first at packed byte "
                           << d << " of " << want.size();
             ok = false;
@@ -759,18 +937,14 @@ struct CaseRunner::Impl {
 
 namespace {
 
-bool dense(const TypeDesc *t)
-{
-    return t->size == t->extent;
-}
-
-// Whether nbrcoll gets device memory for one buffer of this case.
-bool on_device(const Case &c, int me, int which, const TypeDesc *t)
+// Whether nbrcoll gets device memory for one buffer of this case; is_dense:
+// every datatype of that buffer is.
+bool on_device(const Case &c, int me, int which, bool is_dense)
 {
     switch (test_memory()) {
     case TestMemory::Host: return false;
-    case TestMemory::Device: return dense(t);
-    case TestMemory::Mixed: return dense(t) && (mix(c.seed, static_cast<uint64_t>(me), which, c.bytes) & 1);
+    case TestMemory::Device: return is_dense;
+    case TestMemory::Mixed: return is_dense && (mix(c.seed, static_cast<uint64_t>(me), which, c.bytes) & 1);
     }
     return false;
 }
@@ -792,12 +966,12 @@ CaseRunner::CaseRunner(MPI_Comm comm, const Case &c, const std::string &ctx) : i
     m.sp = m.p.null_bufs ? nullptr : ptr_or_null(m.sbuf);
     m.rref = m.p.null_bufs ? nullptr : m.ref.data() + kGuard;
     m.rtst = m.p.null_bufs ? nullptr : m.tst.data() + kGuard;
-    if (!m.p.null_bufs && m.p.sbytes > 0 && on_device(c, m.p.me, 1, m.p.st)) {
+    if (!m.p.null_bufs && m.p.sbytes > 0 && on_device(c, m.p.me, 1, m.p.sdense)) {
         m.dsend = static_cast<uint8_t *>(device_alloc(m.p.sbytes));
         if (m.dsend)
             m.sp = m.dsend;
     }
-    if (!m.p.null_bufs && on_device(c, m.p.me, 2, m.p.rt)) {
+    if (!m.p.null_bufs && on_device(c, m.p.me, 2, m.p.rdense)) {
         m.drecv = static_cast<uint8_t *>(device_alloc(m.tst.size()));
         if (m.drecv)
             m.rtst = m.drecv + kGuard;
@@ -827,6 +1001,9 @@ void CaseRunner::prepare(int run)
         device_copy(m.drecv, m.tst.data(), m.tst.size());
 }
 
+// Always the blocking MPI_Neighbor_*: Open MPI 4.1's nonblocking and
+// persistent alltoall forms misplace blocks where both directions of a
+// periodic cartesian dimension reach the same rank (open-mpi/ompi#14416).
 void CaseRunner::reference()
 {
     Impl &m = *impl_;
@@ -836,12 +1013,18 @@ void CaseRunner::reference()
     // in-neighbors); nbrcoll gets the NULLs, the reference dummies.
     static uint8_t dummy[16];
     static int zeros[4];
+    static MPI_Aint zero_displs[4];
+    MPI_Datatype no_types[4] = {MPI_BYTE, MPI_BYTE, MPI_BYTE, MPI_BYTE};
     const void *sp = m.sp ? m.sp : dummy;
     uint8_t *rref = m.rref ? m.rref : dummy;
     const int *rcounts = p.rcounts.empty() ? zeros : p.rcounts.data();
     const int *rdispls = p.rdispls.empty() ? zeros : p.rdispls.data();
     const int *scounts = p.scounts.empty() ? zeros : p.scounts.data();
     const int *sdispls = p.sdispls.empty() ? zeros : p.sdispls.data();
+    const MPI_Aint *sdw = p.sdispls_w.empty() ? zero_displs : p.sdispls_w.data();
+    const MPI_Aint *rdw = p.rdispls_w.empty() ? zero_displs : p.rdispls_w.data();
+    const MPI_Datatype *stypes = p.stypes.empty() ? no_types : p.stypes.data();
+    const MPI_Datatype *rtypes = p.rtypes.empty() ? no_types : p.rtypes.data();
     int mrc = MPI_SUCCESS;
     switch (m.c.op) {
     case Op::Allgather:
@@ -856,6 +1039,14 @@ void CaseRunner::reference()
         mrc = MPI_Neighbor_alltoallv(sp, scounts, sdispls,
                                      p.st->type, rref, rcounts,
                                      rdispls, p.rt->type, m.comm);
+        break;
+    case Op::Alltoall:
+        mrc = MPI_Neighbor_alltoall(sp, p.scount, p.st->type, rref, p.rcount, p.rt->type,
+                                    m.comm);
+        break;
+    case Op::Alltoallw:
+        mrc = MPI_Neighbor_alltoallw(sp, scounts, sdw, stypes, rref, rcounts, rdw, rtypes,
+                                     m.comm);
         break;
     }
     EXPECT_EQ(mrc, MPI_SUCCESS) << m.where << ": MPI reference call failed";
@@ -876,6 +1067,13 @@ int CaseRunner::call_blocking()
         return nbr_neighbor_alltoallv(m.sp, ptr_or_null(p.scounts), ptr_or_null(p.sdispls),
                                       p.st->type, m.rtst, ptr_or_null(p.rcounts),
                                       ptr_or_null(p.rdispls), p.rt->type, m.comm);
+    case Op::Alltoall:
+        return nbr_neighbor_alltoall(m.sp, p.scount, p.st->type, m.rtst, p.rcount, p.rt->type,
+                                     m.comm);
+    case Op::Alltoallw:
+        return nbr_neighbor_alltoallw(m.sp, ptr_or_null(p.scounts), ptr_or_null(p.sdispls_w),
+                                      ptr_or_null(p.stypes), m.rtst, ptr_or_null(p.rcounts),
+                                      ptr_or_null(p.rdispls_w), ptr_or_null(p.rtypes), m.comm);
     }
     return NBR_ERR_INTERNAL;
 }
@@ -886,6 +1084,8 @@ int CaseRunner::call_nonblocking(nbr_request_t *req)
     Plan &p = m.p;
     std::vector<int> scounts = p.scounts, sdispls = p.sdispls, rcounts = p.rcounts,
                      rdispls = p.rdispls;
+    std::vector<MPI_Aint> sdw = p.sdispls_w, rdw = p.rdispls_w;
+    std::vector<MPI_Datatype> stypes = p.stypes, rtypes = p.rtypes;
     int rc = NBR_ERR_INTERNAL;
     switch (m.c.op) {
     case Op::Allgather:
@@ -901,9 +1101,22 @@ int CaseRunner::call_nonblocking(nbr_request_t *req)
                                      p.st->type, m.rtst, ptr_or_null(rcounts),
                                      ptr_or_null(rdispls), p.rt->type, m.comm, req);
         break;
+    case Op::Alltoall:
+        rc = nbr_neighbor_ialltoall(m.sp, p.scount, p.st->type, m.rtst, p.rcount, p.rt->type,
+                                    m.comm, req);
+        break;
+    case Op::Alltoallw:
+        rc = nbr_neighbor_ialltoallw(m.sp, ptr_or_null(scounts), ptr_or_null(sdw),
+                                     ptr_or_null(stypes), m.rtst, ptr_or_null(rcounts),
+                                     ptr_or_null(rdw), ptr_or_null(rtypes), m.comm, req);
+        break;
     }
     for (auto *v : {&scounts, &sdispls, &rcounts, &rdispls})
         std::fill(v->begin(), v->end(), -1000000);
+    for (auto *v : {&sdw, &rdw})
+        std::fill(v->begin(), v->end(), -1000000);
+    for (auto *v : {&stypes, &rtypes})
+        std::fill(v->begin(), v->end(), MPI_DATATYPE_NULL);
     return rc;
 }
 
@@ -924,6 +1137,14 @@ int CaseRunner::call_init(MPI_Info info, nbr_request_t *req)
                                            p.st->type, m.rtst, ptr_or_null(p.rcounts),
                                            ptr_or_null(p.rdispls), p.rt->type, m.comm, info,
                                            req);
+    case Op::Alltoall:
+        return nbr_neighbor_alltoall_init(m.sp, p.scount, p.st->type, m.rtst, p.rcount,
+                                          p.rt->type, m.comm, info, req);
+    case Op::Alltoallw:
+        return nbr_neighbor_alltoallw_init(
+            m.sp, ptr_or_null(p.scounts), ptr_or_null(p.sdispls_w), ptr_or_null(p.stypes), m.rtst,
+            ptr_or_null(p.rcounts), ptr_or_null(p.rdispls_w), ptr_or_null(p.rtypes), m.comm,
+            info, req);
     }
     return NBR_ERR_INTERNAL;
 }
@@ -946,8 +1167,8 @@ std::vector<size_t> CaseRunner::out_bytes() const
     const Plan &p = impl_->p;
     std::vector<size_t> out(p.nb.outdeg());
     for (int j = 0; j < p.nb.outdeg(); ++j) {
-        const int cnt = impl_->c.op == Op::Alltoallv ? p.scounts[j] : p.scount;
-        out[j] = static_cast<size_t>(cnt) * p.st->size;
+        const int b = per_block(p.op) ? j : 0;
+        out[j] = p.missing_out(j) ? 0 : static_cast<size_t>(p.ocount[b]) * p.stype[b]->size;
     }
     return out;
 }

@@ -51,15 +51,27 @@ const Types &types();
 
 // ------------------------------------------------------------ neighbors
 
+// One entry per block of the user's buffers, in MPI's order: for a
+// cartesian communicator 2 * ndims blocks, block 2d the neighbor toward -d
+// and 2d + 1 toward +d, MPI_PROC_NULL where there is none.
 struct Neighbors {
-    std::vector<int> in, out;        // MPI_Dist_graph_neighbors order
+    int topo = MPI_DIST_GRAPH;       // MPI_Topo_test of the communicator
+    std::vector<int> in, out;        // MPI_Dist_graph_neighbors order (or graph's, cart's)
     std::vector<int> inw, outw;      // weights when weighted
     bool weighted = false;
+    // Which message lands where: in-block i receives what in[i] sends on its
+    // out-block j with out_edge[j] == in_edge[i] (j among its blocks to this
+    // rank). Graphs: the occurrence of the peer in the list (the k-th edge
+    // to a process matches the k-th edge from it). Cartesian: the block
+    // itself and, receiving, the sender's block i ^ 1 (MPI-4.1 section 8.6:
+    // what goes toward -d arrives in the +d block), which decides where
+    // both directions reach the same rank (periodic dimensions of size 1, 2).
+    std::vector<int> in_edge, out_edge;
     int indeg() const { return static_cast<int>(in.size()); }
     int outdeg() const { return static_cast<int>(out.size()); }
 };
 
-// Local; the communicator must have a dist-graph topology.
+// Local; the communicator must have a dist-graph, cartesian or graph topology.
 Neighbors query_neighbors(MPI_Comm comm);
 
 // ------------------------------------------------------------ communicators
@@ -114,14 +126,19 @@ int edge_weight(int src, int dst, int k);
 
 // ------------------------------------------------------------ cases
 
-enum class Op { Allgather, Allgatherv, Alltoallv };
+// The first three keep their indices: suites derive cases from them.
+enum class Op { Allgather, Allgatherv, Alltoallv, Alltoall, Alltoallw };
+constexpr int kNumOps = 5;
 enum class Variant { Blocking, Nonblocking, Persistent };
 const char *op_name(Op op);
 const char *variant_name(Variant v);
 
 struct Case {
     Op op = Op::Allgather;
-    int pair = 0;             // index into types().pairs
+    // Index into types().pairs. alltoallw: about half of the edges use it,
+    // the others a pair drawn per edge (among the dense pairs when this one
+    // is dense, so that such buffers can live on the device).
+    int pair = 0;
     size_t bytes = 0;         // typical payload per edge; 0 means empty
     Variant variant = Variant::Blocking;
     int runs = 3;             // persistent: starts of one request
@@ -146,17 +163,19 @@ class CaseRunner {
     const std::string &where() const;
     // Send data of this run; sentinel bytes in both receive buffers.
     void prepare(int run);
-    // MPI_Neighbor_* into the reference buffer (collective).
+    // MPI_Neighbor_* into the reference buffer (collective); always the
+    // blocking form (see reference() in mpi_cases.cpp).
     void reference();
     int call_blocking();
     // Posts with copies of the count arrays and overwrites the copies at
     // once (the library must have copied them).
     int call_nonblocking(nbr_request_t *req);
     int call_init(MPI_Info info, nbr_request_t *req);
-    // Checks both results of this run on their own (gaps untouched, every
-    // slot equals what its source sent) and against each other.
+    // Checks both results of this run on their own (gaps and blocks toward
+    // MPI_PROC_NULL untouched, every slot equals what its source sent) and
+    // against each other.
     bool check(int run);
-    // Payload of each out-edge per operation.
+    // Payload of each out-block per operation (0 toward MPI_PROC_NULL).
     std::vector<size_t> out_bytes() const;
 
   private:
@@ -170,7 +189,7 @@ std::string status_text(int rc);
 struct CaseResult {
     bool nbr_ok = false;             // every nbrcoll call returned success
     int nbr_ops = 0;                 // operations completed through nbrcoll
-    std::vector<size_t> out_bytes;   // payload of each out-edge per operation
+    std::vector<size_t> out_bytes;   // payload of each out-block per operation
 };
 
 // Collective over comm. Runs the case through nbrcoll and through MPI,

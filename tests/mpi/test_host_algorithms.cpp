@@ -215,7 +215,8 @@ TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
             std::vector<nbr_sim_parts_t> mine(cand.size() + 1);
             std::vector<double> own(cand.size() + 1), job(cand.size() + 1);
             int count = 0, fallback = -1;
-            const nbr_priced_call_t priced = {NBR_CALL_ALLGATHER, nullptr, 0, 1};
+            const nbr_priced_call_t priced = {NBR_CALL_ALLGATHER, (size_t)n * sizeof(int), nullptr,
+                                              0, 1};
             EXPECT_EQ(nbr_select_local_prices(state, &layout, &priced, cand.data(), mine.data(),
                                               &count, &fallback),
                       NBR_SUCCESS);
