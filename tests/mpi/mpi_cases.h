@@ -9,7 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/graph_gen.h"
@@ -48,6 +50,25 @@ struct Types {
 
 // Created on first use (after MPI_Init), freed before MPI_Finalize.
 const Types &types();
+
+// An info object, freed when it goes out of scope.
+struct Info {
+    MPI_Info info = MPI_INFO_NULL;
+    Info() = default;
+    Info(std::initializer_list<std::pair<const char *, std::string>> kv)
+    {
+        MPI_Info_create(&info);
+        for (auto &p : kv)
+            MPI_Info_set(info, p.first, p.second.c_str());
+    }
+    ~Info()
+    {
+        if (info != MPI_INFO_NULL)
+            MPI_Info_free(&info);
+    }
+    Info(const Info &) = delete;
+    Info &operator=(const Info &) = delete;
+};
 
 // ------------------------------------------------------------ neighbors
 

@@ -92,25 +92,6 @@ size_t cap_bytes(size_t bytes, const nbr_graph_t &g, size_t budget)
     return std::min(bytes, std::max<size_t>(budget / deg, 1));
 }
 
-// An info object, freed when it goes out of scope.
-struct Info {
-    MPI_Info info = MPI_INFO_NULL;
-    Info() = default;
-    Info(std::initializer_list<std::pair<const char *, std::string>> kv)
-    {
-        MPI_Info_create(&info);
-        for (auto &p : kv)
-            MPI_Info_set(info, p.first, p.second.c_str());
-    }
-    ~Info()
-    {
-        if (info != MPI_INFO_NULL)
-            MPI_Info_free(&info);
-    }
-    Info(const Info &) = delete;
-    Info &operator=(const Info &) = delete;
-};
-
 // The algorithm a comm gets: the suite cycles through every registered one.
 std::string pick_algorithm(size_t i)
 {

@@ -24,25 +24,6 @@ namespace {
 
 constexpr size_t KiB = 1024;
 
-// An info object, freed when it goes out of scope.
-struct Info {
-    MPI_Info info = MPI_INFO_NULL;
-    Info() = default;
-    Info(std::initializer_list<std::pair<const char *, std::string>> kv)
-    {
-        MPI_Info_create(&info);
-        for (auto &p : kv)
-            MPI_Info_set(info, p.first, p.second.c_str());
-    }
-    ~Info()
-    {
-        if (info != MPI_INFO_NULL)
-            MPI_Info_free(&info);
-    }
-    Info(const Info &) = delete;
-    Info &operator=(const Info &) = delete;
-};
-
 std::string list_text(const std::vector<int> &v)
 {
     std::string s = "[";
