@@ -5,6 +5,7 @@
 // reported without a hang; auto pricing both, one exchange after another.
 #include "mpi_cases.h"
 #include "mpi_harness.h"
+#include "test_memory.h"
 
 #include <nbrcoll.h>
 extern "C" {
@@ -112,9 +113,12 @@ TEST_F(Aggregate, PersistentExtBitExactWithItsMessagesAndBytes)
                 MPI_Info info;
                 MPI_Info_create(&info);
                 MPI_Info_set(info, "nbr_algorithm", algorithm);
+                // device buffers too, with NBR_TEST_MEMORY=device
+                nbrtest::Mirror<double> send_m(x.send), got_m(got);
+                send_m.to_device();
                 nbr_request_t req = NBR_REQUEST_NULL;
                 int rc = nbr_neighbor_alltoallv_init_ext(
-                    x.send.data(), x.scounts.data(), x.sdispls.data(), MPI_DOUBLE, got.data(),
+                    send_m.ptr(), x.scounts.data(), x.sdispls.data(), MPI_DOUBLE, got_m.ptr(),
                     x.rcounts.data(), x.rdispls.data(), MPI_DOUBLE, x.sidx.data(), x.ridx.data(),
                     c.comm, info, &req);
                 MPI_Info_free(&info);
@@ -122,8 +126,10 @@ TEST_F(Aggregate, PersistentExtBitExactWithItsMessagesAndBytes)
                 nbr_reset_counters(c.comm);
                 for (int run = 0; run < 3 && rc == NBR_SUCCESS; run++) {
                     std::fill(got.begin(), got.end(), -1.0);
+                    got_m.to_device();
                     EXPECT_EQ(nbr_start(&req), NBR_SUCCESS) << what;
                     EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS) << what;
+                    got_m.to_host();
                     EXPECT_EQ(got, want) << what << ", run " << run << ", rank " << world_rank();
                 }
                 nbr_counters_t k{};
