@@ -411,72 +411,122 @@ static int deliver(const nbr_plan_input_t *in, nbr_plan_t *plan, int src, size_t
     return rc;
 }
 
+/* The plan with size[r] the bytes of rank r's block (allgather: all equal;
+ * allgatherv: from the call's size round). landed, when not NULL, gets
+ * where in scratch each rank's block arrives (SIZE_MAX: nowhere), which
+ * is how the size round tells the data plan the sizes it relays. */
 static int build_plan(const nbr_plan_input_t *in, const nbr_combining_pattern_t *pat,
-                      nbr_plan_t *plan)
+                      const size_t *size, nbr_plan_t *plan, size_t *landed)
 {
     int rc = NBR_SUCCESS, me = in->rank;
-    size_t m = in->layout->send[0].bytes, own = in->layout->send[0].offset;
+    size_t own = in->layout->send[0].offset;
     size_t *outbox = malloc(((size_t)pat->num_pairs + 1) * sizeof(size_t));
     size_t *inbox = malloc(((size_t)pat->num_in + 1) * sizeof(size_t));
     if (!outbox || !inbox) {
         rc = NBR_ERR_NOMEM;
         goto out;
     }
+    for (int r = 0; landed && r < in->nranks; r++)
+        landed[r] = SIZE_MAX;
     /* 1: friends swap blocks; both land side by side, lower rank first */
     NBR_CHECK(nbr_plan_begin_phase(plan));
     NBR_CHECK(nbr_add_self_copies(in, plan));
     for (int i = 0; i < pat->num_pairs; i++) {
         const nbr_combining_pair_t *x = &pat->pairs[i];
+        int low = me < x->friend_rank ? me : x->friend_rank;
         if (x->num_on > 0) {
             outbox[i] = plan->scratch_bytes;
-            plan->scratch_bytes += 2 * m;
-            size_t mine = outbox[i] + (me < x->friend_rank ? 0 : m);
-            size_t theirs = outbox[i] + (me < x->friend_rank ? m : 0);
-            NBR_CHECK(nbr_plan_add_copy(plan, NBR_BUF_SCRATCH, mine, NBR_BUF_SEND, own, m));
+            plan->scratch_bytes += size[me] + size[x->friend_rank];
+            size_t mine = outbox[i] + (me == low ? 0 : size[low]);
+            size_t theirs = outbox[i] + (me == low ? size[me] : 0);
+            NBR_CHECK(nbr_plan_add_copy(plan, NBR_BUF_SCRATCH, mine, NBR_BUF_SEND, own, size[me]));
             NBR_CHECK(nbr_plan_add_recv(plan, x->friend_rank, TAG_EXCHANGE, NBR_BUF_SCRATCH,
-                                        theirs, m));
+                                        theirs, size[x->friend_rank]));
+            if (landed)
+                landed[x->friend_rank] = theirs;
         }
         if (x->friend_serves)
-            NBR_CHECK(nbr_plan_add_send(plan, x->friend_rank, TAG_EXCHANGE, NBR_BUF_SEND, own, m));
+            NBR_CHECK(nbr_plan_add_send(plan, x->friend_rank, TAG_EXCHANGE, NBR_BUF_SEND, own,
+                                        size[me]));
     }
     /* 2: combined and direct messages */
     NBR_CHECK(nbr_plan_begin_phase(plan));
     for (int k = 0; k < pat->num_in; k++) {
-        size_t bytes = pat->in[k].blocks[1] >= 0 ? 2 * m : m;
+        const int *b = pat->in[k].blocks;
+        size_t bytes = size[b[0]] + (b[1] >= 0 ? size[b[1]] : 0);
         inbox[k] = plan->scratch_bytes;
         plan->scratch_bytes += bytes;
         NBR_CHECK(nbr_plan_add_recv(plan, pat->in[k].sender, TAG_COMBINED, NBR_BUF_SCRATCH,
                                     inbox[k], bytes));
+        for (int j = 0; landed && j < 2 && b[j] >= 0; j++)
+            if (landed[b[j]] == SIZE_MAX)
+                landed[b[j]] = inbox[k] + (j ? size[b[0]] : 0);
     }
     for (int i = 0; i < pat->num_pairs; i++)
         for (int j = 0; j < pat->pairs[i].num_on; j++)
             NBR_CHECK(nbr_plan_add_send(plan, pat->pairs[i].on[j], TAG_COMBINED,
-                                        NBR_BUF_SCRATCH, outbox[i], 2 * m));
+                                        NBR_BUF_SCRATCH, outbox[i],
+                                        size[me] + size[pat->pairs[i].friend_rank]));
     for (int j = 0; j < pat->num_direct; j++)
-        NBR_CHECK(nbr_plan_add_send(plan, pat->direct[j], TAG_COMBINED, NBR_BUF_SEND, own, m));
+        NBR_CHECK(nbr_plan_add_send(plan, pat->direct[j], TAG_COMBINED, NBR_BUF_SEND, own,
+                                    size[me]));
     /* 3: every received block into its slots */
     NBR_CHECK(nbr_plan_begin_phase(plan));
-    for (int k = 0; k < pat->num_in; k++)
-        for (int b = 0; b < 2 && pat->in[k].blocks[b] >= 0; b++)
-            NBR_CHECK(deliver(in, plan, pat->in[k].blocks[b], inbox[k] + (size_t)b * m, m));
+    for (int k = 0; k < pat->num_in; k++) {
+        const int *b = pat->in[k].blocks;
+        for (int j = 0; j < 2 && b[j] >= 0; j++)
+            NBR_CHECK(deliver(in, plan, b[j], inbox[k] + (j ? size[b[0]] : 0), size[b[j]]));
+    }
 out:
     free(outbox);
     free(inbox);
     return rc;
 }
 
+/* Every rank's block size: the one allgather block, or allgatherv's from
+ * the size round (block_sizes), this rank's own from its send slot. */
+static size_t *block_sizes_of(const nbr_plan_input_t *in)
+{
+    int uniform = in->layout->coll == NBR_COLL_ALLGATHER;
+    size_t *size = malloc(((size_t)in->nranks + 1) * sizeof(size_t));
+    for (int r = 0; size && r < in->nranks; r++)
+        size[r] = uniform ? in->layout->send[0].bytes : in->block_sizes[r];
+    if (size)
+        size[in->rank] = in->layout->send[0].bytes;
+    return size;
+}
+
 static int build(const nbr_plan_input_t *in, nbr_plan_t *plan)
 {
     const nbr_combining_pattern_t *p = in->pattern;
     const nbr_combining_params_t *params = in->params;
-    if (in->layout->send[0].bytes == 0)
+    int uniform = in->layout->coll == NBR_COLL_ALLGATHER;
+    /* an empty allgather sends nothing anywhere; allgatherv without the
+     * call's size round (a tool, a test): naive, as on every rank then */
+    if ((uniform && in->layout->send[0].bytes == 0) || (!uniform && !in->block_sizes))
         return nbr_build_naive(in, plan);
     if (!p || p->rank != in->rank || !params)
         return NBR_ERR_INTERNAL; /* nbr_build_plan provides both */
-    int rc = build_plan(in, p, plan);
+    size_t *size = block_sizes_of(in);
+    int rc = size ? build_plan(in, p, size, plan, NULL) : NBR_ERR_NOMEM;
+    free(size);
     if (rc == NBR_SUCCESS && in->describe)
         rc = nbr_plan_note(plan, "combining: %d friends, %d direct, theta %d", p->num_pairs,
                            p->num_direct, params->theta);
+    return rc;
+}
+
+/* allgatherv's size round: the same pattern for 8-byte blocks, and where
+ * each rank's size lands (see build_plan). */
+static int size_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, size_t *offset_of)
+{
+    const nbr_combining_pattern_t *p = in->pattern;
+    if (in->layout->coll != NBR_COLL_ALLGATHER || in->layout->send[0].bytes != sizeof(uint64_t) ||
+        !p || p->rank != in->rank)
+        return NBR_ERR_INTERNAL;
+    size_t *size = block_sizes_of(in);
+    int rc = size ? build_plan(in, p, size, plan, offset_of) : NBR_ERR_NOMEM;
+    free(size);
     return rc;
 }
 
@@ -508,11 +558,12 @@ const nbr_algorithm_t nbr_alg_combining = {
     .description = "common-neighbor message combining allgather: friends (ranks sharing at least "
                    "nbr_combining_theta out-neighbors) swap blocks and split their common "
                    "neighbors, each sending both blocks in one message to its half",
-    .collectives = NBR_COLL_BIT(NBR_COLL_ALLGATHER),
+    .collectives = NBR_COLL_BIT(NBR_COLL_ALLGATHER) | NBR_COLL_BIT(NBR_COLL_ALLGATHERV),
     .needs = NBR_NEEDS_WHOLE_GRAPH,
     .params_size = sizeof(nbr_combining_params_t),
     .load_params = load_params,
     .build = build,
+    .size_plan = size_plan,
     .pattern_size = sizeof(nbr_combining_pattern_t),
     .whole_job_build = build_all,
     .free_in_place = free_in_place,

@@ -82,7 +82,8 @@ void check_graph(const nbr_graph_t *g, const std::string &what, const char *algo
         }
         if (req != NBR_REQUEST_NULL)
             nbr_request_free(&req);
-        // allgatherv (the naive plan for now), uneven counts with gaps
+        // allgatherv (halving and combining relay through their size round),
+        // uneven counts with gaps
         std::vector<int> counts(indeg + 1), displs(indeg + 1);  // never NULL for Open MPI
         int total = 0;
         for (int i = 0; i < indeg; i++) {
@@ -126,29 +127,31 @@ TEST_P(PerAlgorithm, MooreAndMultigraphs)
     nbr_graph_free(&g);
 }
 
-// allgatherv with halving: a receiver whose count disagrees with what its
-// sender announced in the size round gets NBR_ERR_TYPE_MISMATCH; everyone
-// else completes, nobody hangs.
-TEST_F(HostAlgorithms, HalvingAllgathervSizeMismatchIsReported)
+// allgatherv through relays (halving, combining): a receiver whose count
+// disagrees with what its sender announced in the size round gets
+// NBR_ERR_TYPE_MISMATCH; everyone else completes.
+TEST_F(HostAlgorithms, RelayAllgathervSizeMismatchIsReported)
 {
-    nbr_graph_t g;
-    nbr_graph_erdos_renyi(world_size(), 1.0, 5, &g);
-    nbrtest::RankComm c(&g, {{"nbr_algorithm", "halving"}, {"nbr_ranks_per_socket", "2"}});
-    nbr_graph_free(&g);
-    if (!all_ranks(c.rc == NBR_SUCCESS))
-        return;
-    const int me = world_rank(), indeg = (int)c.in.size();
-    std::vector<int> counts(indeg + 1, 10), displs(indeg + 1);
-    for (int i = 0; i < indeg; i++)
-        displs[i] = 10 * i;
-    const bool liar = me == world_size() - 1 && indeg > 0;
-    if (liar)
-        counts[0] = 9; // expects one int less from its first in-neighbor
-    std::vector<int> send(11, me), recv(10 * (size_t)indeg + 1, -1);
-    const int rc = nbr_neighbor_allgatherv(send.data(), 10, MPI_INT, recv.data(), counts.data(),
-                                           displs.data(), MPI_INT, c.comm);
-    EXPECT_EQ(rc, liar ? NBR_ERR_TYPE_MISMATCH : NBR_SUCCESS) << "rank " << me;
-    EXPECT_TRUE(all_ranks(true)) << "every rank got here";
+    for (const char *algorithm : {"halving", "combining"}) {
+        nbr_graph_t g;
+        nbr_graph_erdos_renyi(world_size(), 1.0, 5, &g);
+        nbrtest::RankComm c(&g, {{"nbr_algorithm", algorithm}, {"nbr_ranks_per_socket", "2"}});
+        nbr_graph_free(&g);
+        if (!all_ranks(c.rc == NBR_SUCCESS))
+            return;
+        const int me = world_rank(), indeg = (int)c.in.size();
+        std::vector<int> counts(indeg + 1, 10), displs(indeg + 1);
+        for (int i = 0; i < indeg; i++)
+            displs[i] = 10 * i;
+        const bool liar = me == world_size() - 1 && indeg > 0;
+        if (liar)
+            counts[0] = 9; // expects one int less from its first in-neighbor
+        std::vector<int> send(11, me), recv(10 * (size_t)indeg + 1, -1);
+        const int rc = nbr_neighbor_allgatherv(send.data(), 10, MPI_INT, recv.data(),
+                                               counts.data(), displs.data(), MPI_INT, c.comm);
+        EXPECT_EQ(rc, liar ? NBR_ERR_TYPE_MISMATCH : NBR_SUCCESS) << algorithm << ", rank " << me;
+        EXPECT_TRUE(all_ranks(true)) << algorithm << ": every rank got here";
+    }
 }
 
 // Several multi-phase operations in flight, waited for in opposite orders

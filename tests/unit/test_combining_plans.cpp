@@ -283,3 +283,66 @@ TEST(CombiningPlans, FewerMessagesThanNaiveOnDenseGraphs)
 }
 
 }  // namespace
+
+// allgatherv: blocks of every size (0 included), the sizes from the call's
+// size round; and the size round itself tells each rank where every block
+// it relays or receives lands.
+TEST(CombiningPlans, AllgathervWithItsSizeRound)
+{
+    for (int i = 0; i < 200; i++) {
+        Graph G;
+        const int n = 2 + (i * 37) % 60;
+        if (i % 4 == 3)
+            ASSERT_EQ(nbr_graph_random_multi(n, 6, 900 + i, &G.g), NBR_SUCCESS);
+        else
+            ASSERT_EQ(nbr_graph_erdos_renyi(n, 0.1 + 0.2 * (i % 4), 900 + i, &G.g), NBR_SUCCESS);
+        Patterns pats(G.g, 2);
+        ASSERT_EQ(pats.rc, NBR_SUCCESS);
+        LayoutParams lp;
+        lp.coll = NBR_COLL_ALLGATHERV;
+        lp.block = 40;
+        lp.gap = i % 2;
+        lp.seed = 77 + i;
+        WholeJob w(&G.g, lp);
+        nbr_combining_params_t params{2};
+        w.params = &params;
+        w.patterns = pats.pointers();
+        for (int r = 0; r < n; r++)
+            w.block_sizes.push_back(w.layouts[r].send[0].bytes);
+        std::ostringstream what;
+        what << "allgatherv graph " << i << " n=" << n;
+        ASSERT_EQ(w.build(combining()), NBR_SUCCESS) << what.str() << ": " << w.message();
+        ASSERT_EQ(w.verify(), NBR_SUCCESS) << what.str() << ": " << w.message();
+        // the size round: an allgather of 8 bytes whose plan says where
+        // every block a rank takes lands; the verifier accepts it, and a
+        // rank learns the size of every block its data plan moves
+        LayoutParams sp;
+        sp.block = 8;
+        WholeJob sizes(&G.g, sp);
+        sizes.params = &params;
+        sizes.patterns = pats.pointers();
+        ASSERT_EQ(sizes.build(combining()), NBR_SUCCESS);
+        ASSERT_EQ(sizes.verify(), NBR_SUCCESS) << what.str() << ": " << sizes.message();
+        nbr_job_t job;
+        ASSERT_EQ(nbr_job_init(&job, &G.g, nullptr, combining(), &params), NBR_SUCCESS);
+        for (int r = 0; r < n; r++) {
+            nbr_plan_input_t input = nbr_job_input(&job, r, &sizes.layouts[r]);
+            input.pattern = pats.pointers()[r];
+            std::vector<size_t> offset_of(n + 1, 0);
+            nbr_plan_t plan;
+            ASSERT_EQ(nbr_build_size_plan(combining(), &input, &plan, offset_of.data()),
+                      NBR_SUCCESS);
+            const nbr_combining_pattern_t &p = pats.p[r];
+            for (int k = 0; k < p.num_pairs; k++)
+                if (p.pairs[k].num_on > 0) {
+                    EXPECT_NE(offset_of[p.pairs[k].friend_rank], SIZE_MAX)
+                        << what.str() << ": rank " << r << " relays its friend's block";
+                }
+            for (int k = 0; k < p.num_in; k++)
+                for (int b = 0; b < 2 && p.in[k].blocks[b] >= 0; b++)
+                    EXPECT_NE(offset_of[p.in[k].blocks[b]], SIZE_MAX) << what.str();
+            nbr_plan_free(&plan);
+        }
+        nbr_job_free(&job);
+    }
+}

@@ -264,7 +264,8 @@ TEST(Selection, CandidatesPlanTheCollective)
         EXPECT_TRUE(nbr_select_eligible(halving, NBR_COLL_ALLGATHER, 1024, 1024, library));
         EXPECT_FALSE(nbr_select_eligible(halving, NBR_COLL_ALLGATHER, 1025, 1024, library)); // whole graph
         EXPECT_FALSE(nbr_select_eligible(halving, NBR_COLL_ALLTOALLV, 16, 1024, library));   // naive's plan
-        EXPECT_FALSE(nbr_select_eligible(combining, NBR_COLL_ALLGATHERV, 16, 1024, library));
+        EXPECT_TRUE(nbr_select_eligible(combining, NBR_COLL_ALLGATHERV, 16, 1024, library));
+        EXPECT_FALSE(nbr_select_eligible(combining, NBR_COLL_ALLTOALLV, 16, 1024, library));
     }
     EXPECT_STRNE(nbr_algorithm_description("auto"), nullptr);
     const nbr_algorithm_t *found = naive;
