@@ -1,8 +1,9 @@
-# Installs the library, its header, a CMake package (find_package(nbrcoll)
-# -> nbrcoll::nbrcoll) and a pkg-config file.
+# Installs the library and the drop-in, the header, a CMake package
+# (find_package(nbrcoll) -> nbrcoll::nbrcoll, nbrcoll::mpi) and pkg-config
+# files (nbrcoll, nbrcoll-mpi).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS nbrcoll EXPORT nbrcollTargets
+install(TARGETS nbrcoll nbrcoll_mpi EXPORT nbrcollTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
@@ -29,5 +30,7 @@ file(RELATIVE_PATH NBR_PC_TO_PREFIX "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/
 string(REGEX REPLACE "/$" "" NBR_PC_TO_PREFIX "${NBR_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/nbrcoll.pc.in
   ${PROJECT_BINARY_DIR}/nbrcoll.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/nbrcoll.pc
+configure_file(${PROJECT_SOURCE_DIR}/cmake/nbrcoll-mpi.pc.in
+  ${PROJECT_BINARY_DIR}/nbrcoll-mpi.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/nbrcoll.pc ${PROJECT_BINARY_DIR}/nbrcoll-mpi.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

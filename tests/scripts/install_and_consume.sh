@@ -15,4 +15,11 @@ export LD_LIBRARY_PATH="$work/prefix/lib:$work/prefix/lib/x86_64-linux-gnu:${LD_
 for exe in consumer_cmake consumer_pkgconfig; do
   mpirun --oversubscribe -np 2 -x LD_LIBRARY_PATH "$work/consumer/$exe"
 done
-echo "installed package works through find_package and pkg-config"
+# the drop-in linked in: nbrcoll sets the plain program's communicator up
+for exe in dropin_cmake dropin_pkgconfig; do
+  mpirun --oversubscribe -np 4 -x LD_LIBRARY_PATH -x NBR_LOG=info -x NBR_DEVICE=off \
+    "$work/consumer/$exe" 2>"$work/$exe.log"
+  grep -q "info\] comm 0: 4 ranks" "$work/$exe.log" ||
+    { echo "$exe: nbrcoll did not take the collectives" >&2; cat "$work/$exe.log" >&2; exit 1; }
+done
+echo "installed package works through find_package and pkg-config, drop-in included"
