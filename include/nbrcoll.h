@@ -359,6 +359,10 @@ NBR_API int nbr_test(nbr_request_t *request, int *flag);
 /* Frees an inactive persistent request (or a completed one); sets
  * *request to NBR_REQUEST_NULL. Freeing an active request is an error. */
 NBR_API int nbr_request_free(nbr_request_t *request);
+/* What a request is: the communicator its call named, whether it is
+ * persistent, and whether it is active (started and not completed). */
+NBR_API int nbr_request_query(nbr_request_t request, MPI_Comm *comm,
+                              int *persistent, int *active);
 
 /* --------------------------------------------------------- counters */
 

@@ -150,13 +150,13 @@ static int nbx_exchange(MPI_Comm comm, int tag, const nbr_mailbox_t *outbox,
         }
         if (!in_barrier) {
             int sent = 0;
-            NBR_MPI_CHECK(MPI_Testall(outbox->count, sends, &sent, MPI_STATUSES_IGNORE));
+            NBR_MPI_CHECK(PMPI_Testall(outbox->count, sends, &sent, MPI_STATUSES_IGNORE));
             if (sent) {
                 NBR_MPI_CHECK(MPI_Ibarrier(comm, &barrier));
                 in_barrier = 1;
             }
         } else {
-            NBR_MPI_CHECK(MPI_Test(&barrier, &barrier_done, MPI_STATUS_IGNORE));
+            NBR_MPI_CHECK(PMPI_Test(&barrier, &barrier_done, MPI_STATUS_IGNORE));
         }
     }
     /* Sort by sender; stable, so each sender's arrival (= posting) order stays.

@@ -488,7 +488,7 @@ static int discard(nbr_dev_exec_t *exec, MPI_Message *message, int peer, int tag
                  ? nbr_message_imrecv(sink ? sink : &one, bytes, message, &request)
                  : nbr_message_post(NBR_MSG_IRECV, sink ? sink : &one, bytes, peer, tag,
                                     exec->comm, &request, NULL);
-    int mrc = rc == NBR_SUCCESS ? MPI_Wait(&request, MPI_STATUS_IGNORE) : MPI_SUCCESS;
+    int mrc = rc == NBR_SUCCESS ? PMPI_Wait(&request, MPI_STATUS_IGNORE) : MPI_SUCCESS;
     rc = mrc == MPI_SUCCESS ? rc : nbr_mpi_failed("MPI_Wait", mrc);
     if (own)
         free(sink);
@@ -711,7 +711,7 @@ static int progress_phase(nbr_dev_exec_t *exec)
         if (item->state == S_MPI) {
             int flag = 0;
             MPI_Status status;
-            int mrc = MPI_Test(&item->request, &flag, &status);
+            int mrc = PMPI_Test(&item->request, &flag, &status);
             if (flag || mrc != MPI_SUCCESS) {
                 /* receives are posted only for messages of the expected
                  * length (probed, or announced by a descriptor): the length

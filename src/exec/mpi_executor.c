@@ -35,7 +35,7 @@ static int is_message(const nbr_op_t *op)
 static void free_persistent(nbr_mpi_exec_t *exec, int r)
 {
     if (exec->requests[r] != MPI_REQUEST_NULL)
-        MPI_Request_free(&exec->requests[r]);
+        PMPI_Request_free(&exec->requests[r]);
     if (exec->request_types[r] != MPI_DATATYPE_NULL)
         MPI_Type_free(&exec->request_types[r]);
 }
@@ -138,7 +138,7 @@ static int post_phase(nbr_mpi_exec_t *exec, int p)
     if (exec->persistent) {
         NBR_CHECK(create_persistent(exec, p));
         if (count > 0)
-            NBR_MPI_CHECK(MPI_Startall(count, exec->requests + first));
+            NBR_MPI_CHECK(PMPI_Startall(count, exec->requests + first));
     } else {
         MPI_Request *next = exec->requests;
         for (int i = 0; i < phase->num_ops; i++) {
@@ -172,7 +172,7 @@ static void wait_pending(MPI_Request *requests, MPI_Status *statuses, int count)
 {
     for (int r = 0; r < count; r++)
         if (statuses[r].MPI_ERROR == MPI_ERR_PENDING)
-            statuses[r].MPI_ERROR = MPI_Wait(&requests[r], &statuses[r]);
+            statuses[r].MPI_ERROR = PMPI_Wait(&requests[r], &statuses[r]);
 }
 
 /* After a phase completed: a receive that got a different byte count than
@@ -222,9 +222,9 @@ static int finish_phase(nbr_mpi_exec_t *exec, int blocking, int *finished)
     int mpi_rc;
     *finished = 1;
     if (blocking) {
-        mpi_rc = MPI_Waitall(count, phase_requests(exec, p), exec->statuses);
+        mpi_rc = PMPI_Waitall(count, phase_requests(exec, p), exec->statuses);
     } else {
-        mpi_rc = MPI_Testall(count, phase_requests(exec, p), finished, exec->statuses);
+        mpi_rc = PMPI_Testall(count, phase_requests(exec, p), finished, exec->statuses);
         if (!*finished && mpi_rc == MPI_SUCCESS)
             return NBR_SUCCESS;
     }

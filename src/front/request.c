@@ -754,6 +754,7 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     if (req) {
         req->persistent = persistent;
         req->comm = state;
+        req->user_comm = call->comm;
         nbr_comm_retain(state);
     }
     rc = prepare(call, algorithm, expected_starts, state, tag_base, persistent, req);
@@ -835,6 +836,18 @@ int nbr_test(nbr_request_t *request, int *flag)
     if (!*flag)
         return rc;
     return complete(request, rc);
+}
+
+int nbr_request_query(nbr_request_t request, MPI_Comm *comm, int *persistent, int *active)
+{
+    if (!request)
+        return NBR_ERR_REQUEST;
+    if (!comm || !persistent || !active)
+        return NBR_ERR_ARG;
+    *comm = request->user_comm;
+    *persistent = request->persistent;
+    *active = request->running;
+    return NBR_SUCCESS;
 }
 
 int nbr_request_free(nbr_request_t *request)

@@ -55,6 +55,7 @@ typedef struct nbr_call {
 
 struct nbr_request {
     nbr_comm_t *comm;
+    MPI_Comm user_comm; /* the communicator the call named (its error handler's) */
     nbr_shared_plan_t *plan;
     nbr_executor_t *exec; /* of the communicator's kind; kept with the request */
     int running;             /* started, not completed yet */
