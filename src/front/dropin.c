@@ -9,16 +9,20 @@
  * MPI_ERRORS_ARE_FATAL programs stop and MPI_ERRORS_RETURN ones see a
  * code. NBR_DISABLE=1 hands every call to MPI as it is.
  *
- * Nonblocking and persistent calls still go to MPI directly: their
- * requests must be MPI_Request handles the program can wait on with its
- * own (issue 14's next step). nbrcoll's own traffic never comes back
- * here: it calls PMPI_Neighbor_* for the library row and MPI's
- * point-to-point calls, which this library does not define. */
-#include <mpi.h>
-#include <nbrcoll.h>
+ * Blocking, nonblocking (MPI_Ineighbor_*) and persistent calls
+ * (MPI_Neighbor_*_init, and Open MPI's MPIX_Neighbor_*_init where its
+ * pcollreq extension has them) are all taken; the last two return
+ * MPI_Request handles that dropin_requests.c completes. nbrcoll's own
+ * traffic never comes back here: it calls PMPI_ for the library row and
+ * for completing its internal requests. */
+#include "front/dropin.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 
 static int disabled(void)
 {
@@ -41,8 +45,7 @@ static int taken(MPI_Comm comm)
     return topology == MPI_DIST_GRAPH || topology == MPI_CART || topology == MPI_GRAPH;
 }
 
-/* The MPI error class of an nbrcoll status. */
-static int error_class(int status)
+int nbr_dropin_error_class(int status)
 {
     switch (status) {
     case NBR_SUCCESS: return MPI_SUCCESS;
@@ -65,14 +68,28 @@ static int error_class(int status)
     }
 }
 
-/* An nbrcoll status as MPI returns errors: through comm's handler. */
-static int returned(MPI_Comm comm, int status)
+int nbr_dropin_raise(MPI_Comm comm, int code)
 {
-    int code = error_class(status);
     if (code != MPI_SUCCESS)
         PMPI_Comm_call_errhandler(comm, code);
     return code;
 }
+
+/* An nbrcoll status as MPI returns errors: through comm's handler. */
+static int returned(MPI_Comm comm, int status)
+{
+    return nbr_dropin_raise(comm, nbr_dropin_error_class(status));
+}
+
+/* A nonblocking or persistent call's answer: its request as an MPI handle. */
+static int issued(MPI_Comm comm, int status, nbr_request_t *request, MPI_Request *handle)
+{
+    if (status == NBR_SUCCESS)
+        status = nbr_dropin_adopt(request, handle);
+    return returned(comm, status);
+}
+
+/* ------------------------------------------------------------ blocking */
 
 int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
@@ -127,3 +144,224 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MP
     return returned(comm, nbr_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                                  recvcounts, rdispls, recvtypes, comm));
 }
+
+/* --------------------------------------------------------- nonblocking */
+
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    if (!taken(comm))
+        return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                        recvtype, comm, request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                          recvtype, comm, &op),
+                  &op, request);
+}
+
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    if (!taken(comm))
+        return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                         displs, recvtype, comm, request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                           displs, recvtype, comm, &op),
+                  &op, request);
+}
+
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                           MPI_Request *request)
+{
+    if (!taken(comm))
+        return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                       recvtype, comm, request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, comm, &op),
+                  &op, request);
+}
+
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                            MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                            const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    if (!taken(comm))
+        return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                          recvcounts, rdispls, recvtype, comm, &op),
+                  &op, request);
+}
+
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                            const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                            void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+                            const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    if (!taken(comm))
+        return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                        recvcounts, rdispls, recvtypes, comm, request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                          recvcounts, rdispls, recvtypes, comm, &op),
+                  &op, request);
+}
+
+/* ---------------------------------------------------------- persistent */
+/* One body per collective, under the MPI-4 name where mpi.h is MPI-4 and
+ * under Open MPI's MPIX_ name where its pcollreq extension has it. A
+ * call nbrcoll does not take goes to the entry point of the name the
+ * program called (PERSISTENT_PMPI). */
+
+#define PERSISTENT_ARGS_ALLGATHER                                                           \
+    const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, \
+        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request
+#define PERSISTENT_ARGS_ALLGATHERV                                                         \
+    const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,              \
+        const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, \
+        MPI_Info info, MPI_Request *request
+#define PERSISTENT_ARGS_ALLTOALLV                                                         \
+    const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, \
+        void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,   \
+        MPI_Comm comm, MPI_Info info, MPI_Request *request
+#define PERSISTENT_ARGS_ALLTOALLW                                                          \
+    const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],                 \
+        const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],             \
+        const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,           \
+        MPI_Info info, MPI_Request *request
+
+typedef int allgather_init_fn(PERSISTENT_ARGS_ALLGATHER);
+typedef int allgatherv_init_fn(PERSISTENT_ARGS_ALLGATHERV);
+typedef int alltoallv_init_fn(PERSISTENT_ARGS_ALLTOALLV);
+typedef int alltoallw_init_fn(PERSISTENT_ARGS_ALLTOALLW);
+
+static int allgather_init(allgather_init_fn *mpi, PERSISTENT_ARGS_ALLGATHER)
+{
+    if (!taken(comm))
+        return mpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                   request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                              recvtype, comm, info, &op),
+                  &op, request);
+}
+
+static int allgatherv_init(allgatherv_init_fn *mpi, PERSISTENT_ARGS_ALLGATHERV)
+{
+    if (!taken(comm))
+        return mpi(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                   info, request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf,
+                                               recvcounts, displs, recvtype, comm, info, &op),
+                  &op, request);
+}
+
+/* alltoall has allgather's arguments */
+static int alltoall_init(allgather_init_fn *mpi, PERSISTENT_ARGS_ALLGATHER)
+{
+    if (!taken(comm))
+        return mpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                   request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                             recvtype, comm, info, &op),
+                  &op, request);
+}
+
+static int alltoallv_init(alltoallv_init_fn *mpi, PERSISTENT_ARGS_ALLTOALLV)
+{
+    if (!taken(comm))
+        return mpi(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                   recvtype, comm, info, request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                              recvcounts, rdispls, recvtype, comm, info, &op),
+                  &op, request);
+}
+
+static int alltoallw_init(alltoallw_init_fn *mpi, PERSISTENT_ARGS_ALLTOALLW)
+{
+    if (!taken(comm))
+        return mpi(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, comm, info, request);
+    if (!request)
+        return returned(comm, NBR_ERR_REQUEST);
+    nbr_request_t op = NBR_REQUEST_NULL;
+    return issued(comm,
+                  nbr_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                              recvcounts, rdispls, recvtypes, comm, info, &op),
+                  &op, request);
+}
+
+/* The exported names of one persistent collective, prefix MPI or MPIX. */
+#define PERSISTENT_NAMES(PREFIX)                                                              \
+    int PREFIX##_Neighbor_allgather_init(PERSISTENT_ARGS_ALLGATHER)                           \
+    {                                                                                         \
+        return allgather_init(P##PREFIX##_Neighbor_allgather_init, sendbuf, sendcount,        \
+                              sendtype, recvbuf, recvcount, recvtype, comm, info, request);   \
+    }                                                                                         \
+    int PREFIX##_Neighbor_allgatherv_init(PERSISTENT_ARGS_ALLGATHERV)                         \
+    {                                                                                         \
+        return allgatherv_init(P##PREFIX##_Neighbor_allgatherv_init, sendbuf, sendcount,      \
+                               sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,   \
+                               request);                                                      \
+    }                                                                                         \
+    int PREFIX##_Neighbor_alltoall_init(PERSISTENT_ARGS_ALLGATHER)                            \
+    {                                                                                         \
+        return alltoall_init(P##PREFIX##_Neighbor_alltoall_init, sendbuf, sendcount,          \
+                             sendtype, recvbuf, recvcount, recvtype, comm, info, request);    \
+    }                                                                                         \
+    int PREFIX##_Neighbor_alltoallv_init(PERSISTENT_ARGS_ALLTOALLV)                           \
+    {                                                                                         \
+        return alltoallv_init(P##PREFIX##_Neighbor_alltoallv_init, sendbuf, sendcounts,       \
+                              sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,      \
+                              comm, info, request);                                           \
+    }                                                                                         \
+    int PREFIX##_Neighbor_alltoallw_init(PERSISTENT_ARGS_ALLTOALLW)                           \
+    {                                                                                         \
+        return alltoallw_init(P##PREFIX##_Neighbor_alltoallw_init, sendbuf, sendcounts,       \
+                              sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,    \
+                              comm, info, request);                                           \
+    }
+
+#if MPI_VERSION >= 4
+PERSISTENT_NAMES(MPI)
+#endif
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+PERSISTENT_NAMES(MPIX)
+#endif
