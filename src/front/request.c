@@ -362,18 +362,32 @@ static int build_layout(const nbr_call_t *call, const nbr_comm_t *state,
     int rc = NBR_SUCCESS;
     side_t send, recv;
     call_sides(call, state, &send, &recv);
+    /* allgather, alltoall: sizes are uniform, so a mismatch is visible
+     * locally. MPI would find it at the receive, on this rank alone: the
+     * call still runs (the other ranks get their blocks, relays included),
+     * with this rank's blocks received into scratch, and ends in the error. */
+    size_t send_block = (size_t)call->sendcount * (size_t)req->send.type_size;
+    if (nbr_call_uniform(call->kind) &&
+        send_block != (size_t)call->recvcount * (size_t)req->recv.type_size) {
+        NBR_ERROR("%s: %d x %d send bytes but %d x %d receive bytes: send and receive "
+                  "signatures differ (this rank's blocks are dropped)",
+                  nbr_call_name(call->kind), call->sendcount, req->send.type_size,
+                  call->recvcount, req->recv.type_size);
+        /* _init agrees on its status: every rank reports it there, at once */
+        if (req->persistent || send_block > INT_MAX)
+            return NBR_ERR_TYPE_MISMATCH;
+        free(req->discard);
+        if (!(req->discard = malloc(send_block * (size_t)recv.num_slots + 1)))
+            return NBR_ERR_NOMEM;
+        req->recv = (nbr_typed_buffer_t){.user = req->discard, .type = MPI_BYTE, .dense = 1,
+                                         .type_size = 1, .extent = 1};
+        recv.count = recv.stride = (int)send_block;
+        req->sizes_differ = 1;
+    }
     NBR_CHECK(nbr_layout_reserve(layout, nbr_call_shape(call->kind), send.num_slots,
                                  recv.num_slots));
     NBR_CHECK(describe_slots(&req->send, layout->send, &send));
     NBR_CHECK(describe_slots(&req->recv, layout->recv, &recv));
-    /* allgather, alltoall: sizes are uniform, so a mismatch is visible locally. */
-    if (nbr_call_uniform(call->kind) &&
-        (size_t)call->sendcount * (size_t)req->send.type_size !=
-            (size_t)call->recvcount * (size_t)req->recv.type_size) {
-        NBR_ERROR("%s: %d x %d send bytes but %d x %d receive bytes", nbr_call_name(call->kind),
-                  call->sendcount, req->send.type_size, call->recvcount, req->recv.type_size);
-        return NBR_ERR_TYPE_MISMATCH;
-    }
     int send_slots = state->outdegree > 0 ? layout->num_send_slots : 0;
     if (!call->sendbuf && !at_addresses(&req->send, layout->send, send_slots))
         return NBR_ERR_BUFFER;
@@ -402,6 +416,8 @@ static void request_reset(nbr_request_t req)
     req->value_at = NULL;
     req->has_values = 0;
     req->sizes_differ = 0;
+    free(req->discard);
+    req->discard = NULL;
     nbr_shared_plan_release(req->plan);
     req->plan = NULL;
     nbr_library_release(req);
@@ -768,6 +784,14 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     return NBR_SUCCESS;
 }
 
+/* A run with sizes_differ ends in NBR_ERR_TYPE_MISMATCH: it says more
+ * than success or the MPI library's own failure for the same cause. */
+static int mismatch_says_more(nbr_request_t req, int rc)
+{
+    return req->sizes_differ && (rc == NBR_SUCCESS || rc == NBR_ERR_MPI) ? NBR_ERR_TYPE_MISMATCH
+                                                                       : rc;
+}
+
 int nbr_start(nbr_request_t *request)
 {
     if (!request || !*request)
@@ -778,7 +802,7 @@ int nbr_start(nbr_request_t *request)
     if (req->library) {
         int rc = nbr_library_start(req);
         req->running = rc == NBR_SUCCESS;
-        return rc;
+        return rc == NBR_SUCCESS ? rc : mismatch_says_more(req, rc); /* blocking: it ran */
     }
     int rc = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
     if (rc != NBR_SUCCESS)
@@ -802,8 +826,7 @@ static int complete(nbr_request_t *request, int rc)
             rc = unpack_rc;
         nbr_executor_add_counters(req->exec, &req->comm->counters);
     }
-    if (rc == NBR_SUCCESS && req->sizes_differ)
-        rc = NBR_ERR_TYPE_MISMATCH;
+    rc = mismatch_says_more(req, rc);
     nbr_comm_count(req->comm, &req->plan->plan);
     if (!req->persistent) {
         request_retire(req);

@@ -64,6 +64,7 @@ struct nbr_request {
     nbr_typed_buffer_t send, recv;
     size_t *block_sizes; /* allgatherv through relays: this call's size round */
     int sizes_differ;    /* a sender announced another size than our slot */
+    char *discard;       /* receives a mismatched allgather / alltoall drops */
     nbr_decision_t *trial; /* a blocking call auto times (front/select.h) */
     /* value indices of an _ext call, slot by slot (values.send points
      * into value_storage) */
