@@ -7,7 +7,8 @@
  * environment's NBR_* settings), and an nbrcoll error goes through the
  * communicator's error handler as the MPI error class it is, so
  * MPI_ERRORS_ARE_FATAL programs stop and MPI_ERRORS_RETURN ones see a
- * code. NBR_DISABLE=1 hands every call to MPI as it is.
+ * code. NBR_DISABLE=1 hands every call to MPI as it is; the creation
+ * info key nbr_disable=true, one communicator (and its duplicates).
  *
  * Blocking, nonblocking (MPI_Ineighbor_*) and persistent calls
  * (MPI_Neighbor_*_init, and Open MPI's MPIX_Neighbor_*_init where its
@@ -17,6 +18,7 @@
  * for completing its internal requests. */
 #include "front/dropin.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,15 +36,31 @@ static int disabled(void)
     return off;
 }
 
+/* Communicators created with the info key nbr_disable=true carry this
+ * attribute (copied to their duplicates): MPI keeps all of their calls.
+ * The keyval exists once some program asked for it. */
+static int off_keyval = MPI_KEYVAL_INVALID;
+static char off_marker;
+
+static int comm_opted_out(MPI_Comm comm)
+{
+    void *value = NULL;
+    int found = 0;
+    if (__atomic_load_n(&off_keyval, __ATOMIC_ACQUIRE) == MPI_KEYVAL_INVALID)
+        return 0;
+    return PMPI_Comm_get_attr(comm, off_keyval, &value, &found) == MPI_SUCCESS && found;
+}
+
 /* Whether nbrcoll takes calls on comm: a communicator with a process
- * topology; MPI reports everything else (an intercommunicator, no
- * topology) as it would have. */
+ * topology that did not opt out; MPI reports everything else (an
+ * intercommunicator, no topology) as it would have. */
 static int taken(MPI_Comm comm)
 {
     int topology = MPI_UNDEFINED;
     if (disabled() || comm == MPI_COMM_NULL || PMPI_Topo_test(comm, &topology) != MPI_SUCCESS)
         return 0;
-    return topology == MPI_DIST_GRAPH || topology == MPI_CART || topology == MPI_GRAPH;
+    return (topology == MPI_DIST_GRAPH || topology == MPI_CART || topology == MPI_GRAPH) &&
+           !comm_opted_out(comm);
 }
 
 int nbr_dropin_error_class(int status)
@@ -87,6 +105,93 @@ static int issued(MPI_Comm comm, int status, nbr_request_t *request, MPI_Request
     if (status == NBR_SUCCESS)
         status = nbr_dropin_adopt(request, handle);
     return returned(comm, status);
+}
+
+/* ------------------------------------------------------------ creation */
+/* MPI creates the communicator as it would have (neighbor order and all);
+ * the creation info's nbr_* keys then apply to it as they do to
+ * nbr_comm_attach: with any of them, nbrcoll sets the communicator up at
+ * once with those settings (an invalid value fails the creation, the
+ * communicator freed), without, on its first neighborhood collective with
+ * the environment's. nbr_disable=true leaves the communicator to MPI. */
+
+static int info_flag(MPI_Info info, const char *key, int *value)
+{
+    char text[16] = "";
+    int found = 0;
+    *value = 0;
+    if (info == MPI_INFO_NULL || PMPI_Info_get(info, key, (int)sizeof text - 1, text, &found) !=
+                                     MPI_SUCCESS || !found)
+        return 0;
+    *value = !strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes");
+    return 1;
+}
+
+/* Whether info names any nbrcoll setting but nbr_disable. */
+static int info_has_settings(MPI_Info info)
+{
+    int nkeys = 0;
+    if (info == MPI_INFO_NULL || PMPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS)
+        return 0;
+    for (int k = 0; k < nkeys; k++) {
+        char key[MPI_MAX_INFO_KEY + 1] = "";
+        if (PMPI_Info_get_nthkey(info, k, key) == MPI_SUCCESS && !strncmp(key, "nbr_", 4) &&
+            strcmp(key, "nbr_disable") != 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int opt_out(MPI_Comm comm)
+{
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&once);
+    if (off_keyval == MPI_KEYVAL_INVALID) {
+        int keyval = MPI_KEYVAL_INVALID;
+        rc = PMPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL);
+        if (rc == MPI_SUCCESS)
+            __atomic_store_n(&off_keyval, keyval, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&once);
+    return rc == MPI_SUCCESS ? PMPI_Comm_set_attr(comm, off_keyval, &off_marker) : rc;
+}
+
+/* What follows MPI's creation of *created from comm_old with info. */
+static int adopt_created(MPI_Comm comm_old, MPI_Info info, int rc, MPI_Comm *created)
+{
+    int off = 0;
+    if (rc != MPI_SUCCESS || disabled() || *created == MPI_COMM_NULL)
+        return rc;
+    if (info_flag(info, "nbr_disable", &off) && off)
+        rc = opt_out(*created);
+    else if (info_has_settings(info))
+        rc = nbr_dropin_error_class(nbr_comm_attach(*created, info));
+    if (rc != MPI_SUCCESS) {
+        PMPI_Comm_free(created);
+        return nbr_dropin_raise(comm_old, rc);
+    }
+    return MPI_SUCCESS;
+}
+
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+                                   const int sourceweights[], int outdegree,
+                                   const int destinations[], const int destweights[],
+                                   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
+{
+    int rc = PMPI_Dist_graph_create_adjacent(comm_old, indegree, sources, sourceweights,
+                                             outdegree, destinations, destweights, info,
+                                             reorder, comm_dist_graph);
+    return adopt_created(comm_old, info, rc, comm_dist_graph);
+}
+
+int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
+                          const int destinations[], const int weights[], MPI_Info info,
+                          int reorder, MPI_Comm *comm_dist_graph)
+{
+    int rc = PMPI_Dist_graph_create(comm_old, n, sources, degrees, destinations, weights, info,
+                                    reorder, comm_dist_graph);
+    return adopt_created(comm_old, info, rc, comm_dist_graph);
 }
 
 /* ------------------------------------------------------------ blocking */

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# run.sh MPIEXEC NP PROGRAM DROPIN_LIB: runs a plain MPI program without and
-# with the drop-in (LD_PRELOAD): auto, then nbrcoll's own plans on virtual
-# nodes of 2 (naive: one round; combining and aggregate: several rounds,
-# which move only while the program waits or tests). Every output must be
+# run.sh MPIEXEC NP PROGRAM DROPIN_LIB [ALGORITHMS]: runs a plain MPI
+# program without and with the drop-in (LD_PRELOAD): auto, then nbrcoll's
+# own plans on virtual nodes of 2 (default: naive, one round; combining
+# and aggregate, several rounds, which move only while the program waits
+# or tests). Every output must be
 # the plain one, and with NBR_LOG=info nbrcoll must say it set the
 # communicator up (it carried the collectives).
 set -euo pipefail
-mpiexec=$1 np=$2 program=$3 dropin=$4
+mpiexec=$1 np=$2 program=$3 dropin=$4 algorithms=${5:-naive combining aggregate}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 plain=$("$mpiexec" --oversubscribe -np "$np" "$program")
 echo "plain MPI:      $plain"
@@ -20,7 +21,7 @@ grep -q "info\] comm 0: $np ranks" "$log" ||
   { echo "dropin: nbrcoll did not take the communicator over" >&2; cat "$log" >&2; exit 1; }
 grep -m1 "info\] comm 0:" "$log"
 # (auto keeps the library on one node: force nbrcoll's own plans)
-for algorithm in naive combining aggregate; do
+for algorithm in $algorithms; do
   own=$("$mpiexec" --oversubscribe -np "$np" -x LD_PRELOAD="$dropin" \
     -x NBR_ALGORITHM="$algorithm" -x NBR_RANKS_PER_NODE=2 -x NBR_DEVICE=off "$program")
   printf 'drop-in (%s): %s\n' "$algorithm" "$own"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# creation_info.sh MPIEXEC NP PROGRAM DROPIN_LIB: creation_info without and
+# with the drop-in prints the same; under the drop-in nbrcoll takes exactly
+# one communicator (the nbr_disable ring stays MPI's), set up with the
+# combining algorithm its creation info names.
+set -euo pipefail
+mpiexec=$1 np=$2 program=$3 dropin=$4
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+plain=$("$mpiexec" --oversubscribe -np "$np" "$program")
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+with=$("$mpiexec" --oversubscribe -np "$np" -x LD_PRELOAD="$dropin" -x NBR_LOG=info \
+  -x NBR_DEVICE=off "$program" 2>"$log")
+echo "plain MPI: $plain"
+echo "drop-in:   $with"
+[[ "$plain" == "$with" ]] || { echo "creation_info: outputs differ" >&2; cat "$log" >&2; exit 1; }
+taken=$(grep -c "^\[nbrcoll 0 info\] comm [0-9]*: $np ranks" "$log" || true)
+grep "^\[nbrcoll 0 info\] comm [0-9]*: $np ranks" "$log" || true
+[[ "$taken" == 1 ]] || { echo "creation_info: nbrcoll took $taken communicators, not 1" >&2; exit 1; }
+grep -q "^\[nbrcoll 0 info\] comm [0-9]*: $np ranks.*algorithm combining" "$log" ||
+  { echo "creation_info: the creation info's algorithm was not applied" >&2; exit 1; }
