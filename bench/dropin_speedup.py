@@ -1,35 +1,44 @@
 #!/usr/bin/env python3
-"""dropin_speedup.py PLAIN.txt DROPIN.txt [--markdown]: the speedup table of
-one plain MPI benchmark binary (plain_mpi_bench) run as it is and under the
-drop-in. Each row: MPI's and the drop-in's time per call (median and the
-min-max of the repeats) and their ratio (MPI / drop-in: above 1, the
-drop-in is faster; 'worst' divides MPI's fastest repeat by the drop-in's
-slowest). Fails (exit 1) unless both runs received every byte right and
-their checksums of what was received agree row by row."""
+"""dropin_speedup.py RUN.txt | PLAIN.txt DROPIN.txt: the speedup table of
+plain_mpi_bench under the drop-in against MPI's own collectives.
+
+With one file (a run with --reference yes): each row set against the
+"reference" rows of the same run, MPI's collective on a communicator the
+drop-in leaves alone, timed interleaved with it; the way to compare on a
+machine whose runs drift. With two files: the same binary run as it is
+and under the drop-in. Each row: MPI's and the drop-in's time per call
+(median and the min-max of the repeats) and their ratio (MPI / drop-in:
+above 1, the drop-in is faster; 'worst' divides MPI's fastest repeat by
+the drop-in's slowest). Fails (exit 1) unless every byte received was
+right and the checksums of what was received agree row by row."""
 import re
 import sys
 
-LINE = re.compile(r"^(\w+) (\w+) (\d+) B: min ([\d.]+) median ([\d.]+) max ([\d.]+) us, "
+LINE = re.compile(r"^(reference )?(\w+) (\w+) (\d+) B: min ([\d.]+) median ([\d.]+) max ([\d.]+) us, "
                   r"wrong bytes (\d+), checksum ([0-9a-f]+)$")
 
 
 def read(path):
-    rows = {}
+    """The run's rows and its reference rows, by (collective, form, bytes)."""
+    rows, reference = {}, {}
     with open(path) as f:
         for line in f:
             m = LINE.match(line.strip())
             if m:
-                coll, form, size = m.group(1), m.group(2), int(m.group(3))
-                rows[(coll, form, size)] = dict(
-                    min=float(m.group(4)), median=float(m.group(5)), max=float(m.group(6)),
-                    wrong=int(m.group(7)), checksum=m.group(8))
-    return rows
+                key = (m.group(2), m.group(3), int(m.group(4)))
+                (reference if m.group(1) else rows)[key] = dict(
+                    min=float(m.group(5)), median=float(m.group(6)), max=float(m.group(7)),
+                    wrong=int(m.group(8)), checksum=m.group(9))
+    return rows, reference
 
 
 def main():
-    if len(sys.argv) < 3:
+    if len(sys.argv) == 2:
+        dropin, plain = read(sys.argv[1])
+    elif len(sys.argv) == 3:
+        plain, dropin = read(sys.argv[1])[0], read(sys.argv[2])[0]
+    else:
         sys.exit(__doc__)
-    plain, dropin = read(sys.argv[1]), read(sys.argv[2])
     problems = []
     if not plain or set(plain) != set(dropin):
         problems.append("the two runs do not have the same rows")

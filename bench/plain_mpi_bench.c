@@ -13,9 +13,17 @@
  * --repeats times, forms interleaved; rank 0 prints min / median / max
  * per call and a checksum of everything received.
  *
+ * --reference yes runs every call also on a second communicator over the
+ * same graph, created with the info key nbr_disable=true: MPI ignores the
+ * key, the drop-in leaves that communicator to MPI. Its rows ("reference
+ * ...") are then MPI's own collective timed in the same run, interleaved
+ * with the program's, so drift between runs cannot pass for a speedup
+ * (bench/dropin_speedup.py with one file). Without the drop-in, the two
+ * sides are both MPI: their ratio is the bench's noise.
+ *
  *   plain_mpi_bench [--pattern moore|rsg] [--dims D] [--radius R]
  *                   [--density P] [--seed S] [--bytes B1,B2,...]
- *                   [--iters N] [--warmup W] [--repeats K] */
+ *                   [--iters N] [--warmup W] [--repeats K] [--reference yes] */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,33 +106,37 @@ static unsigned char pattern(int sender, int receiver, size_t k)
     return (unsigned char)(sender * 131 + (receiver + 1) * 17 + (int)(k % 251));
 }
 
+/* side 0: the program's communicator; side 1 (--reference): MPI's */
+enum { PROGRAM, REFERENCE, NUM_SIDES };
+
 typedef struct run {
     graph_t g;
-    MPI_Comm comm;
+    MPI_Comm comm[NUM_SIDES];
     size_t bytes;
     unsigned char *send, *recv;
     int *scounts, *sdispls, *rcounts, *rdispls;
-    MPI_Request persistent[NUM_COLLS];
+    MPI_Request persistent[NUM_SIDES][NUM_COLLS];
 } run_t;
 
-static void call(run_t *r, int coll, int form)
+static void call(run_t *r, int side, int coll, int form)
 {
     MPI_Request req;
+    MPI_Comm comm = r->comm[side];
     int n = (int)r->bytes;
     if (form == PERSISTENT) {
-        MPI_Start(&r->persistent[coll]);
-        MPI_Wait(&r->persistent[coll], MPI_STATUS_IGNORE);
+        MPI_Start(&r->persistent[side][coll]);
+        MPI_Wait(&r->persistent[side][coll], MPI_STATUS_IGNORE);
     } else if (coll == ALLGATHER && form == BLOCKING) {
-        MPI_Neighbor_allgather(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE, r->comm);
+        MPI_Neighbor_allgather(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE, comm);
     } else if (coll == ALLGATHER) {
-        MPI_Ineighbor_allgather(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE, r->comm, &req);
+        MPI_Ineighbor_allgather(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE, comm, &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
     } else if (form == BLOCKING) {
         MPI_Neighbor_alltoallv(r->send, r->scounts, r->sdispls, MPI_BYTE, r->recv, r->rcounts,
-                               r->rdispls, MPI_BYTE, r->comm);
+                               r->rdispls, MPI_BYTE, comm);
     } else {
         MPI_Ineighbor_alltoallv(r->send, r->scounts, r->sdispls, MPI_BYTE, r->recv, r->rcounts,
-                                r->rdispls, MPI_BYTE, r->comm, &req);
+                                r->rdispls, MPI_BYTE, comm, &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
     }
 }
@@ -181,7 +193,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *pattern_name = "moore", *bytes_list = "64,1024,16384,262144";
-    int dims = 2, radius = 1, iters = 100, warmup = 10, repeats = 5;
+    int dims = 2, radius = 1, iters = 100, warmup = 10, repeats = 5, sides = 1;
     double density = 0.3;
     unsigned seed = 1;
     for (int a = 1; a + 1 < argc; a += 2) {
@@ -195,6 +207,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--iters")) iters = atoi(v);
         else if (!strcmp(k, "--warmup")) warmup = atoi(v);
         else if (!strcmp(k, "--repeats")) repeats = atoi(v);
+        else if (!strcmp(k, "--reference")) sides = strcmp(v, "yes") ? 1 : NUM_SIDES;
         else {
             if (rank == 0)
                 fprintf(stderr, "plain_mpi_bench: unknown option %s\n", k);
@@ -212,8 +225,15 @@ int main(int argc, char **argv)
         rsg(density, seed, &r.g);
     else
         moore(dims, radius, &r.g);
-    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, r.g.indeg, r.g.in, MPI_UNWEIGHTED, r.g.outdeg,
-                                   r.g.out, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &r.comm);
+    MPI_Info reference_info;
+    MPI_Info_create(&reference_info);
+    MPI_Info_set(reference_info, "nbr_disable", "true");
+    for (int side = 0; side < sides; side++)
+        MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, r.g.indeg, r.g.in, MPI_UNWEIGHTED,
+                                       r.g.outdeg, r.g.out, MPI_UNWEIGHTED,
+                                       side == REFERENCE ? reference_info : MPI_INFO_NULL, 0,
+                                       &r.comm[side]);
+    MPI_Info_free(&reference_info);
     int num_sizes = 0;
     size_t *sizes = parse_sizes(bytes_list, &num_sizes);
     int max_degree = r.g.indeg > r.g.outdeg ? r.g.indeg : r.g.outdeg;
@@ -221,11 +241,13 @@ int main(int argc, char **argv)
     r.sdispls = malloc(sizeof(int) * (size_t)(max_degree + 1));
     r.rcounts = malloc(sizeof(int) * (size_t)(max_degree + 1));
     r.rdispls = malloc(sizeof(int) * (size_t)(max_degree + 1));
-    double *samples = malloc(sizeof(double) * (size_t)repeats * NUM_COLLS * NUM_FORMS);
+    double *samples =
+        malloc(sizeof(double) * (size_t)repeats * NUM_SIDES * NUM_COLLS * NUM_FORMS);
     if (rank == 0)
         printf("# plain_mpi_bench: %s, %d ranks, in-degree of rank 0 %d, %d iterations x %d "
-               "repeats\n",
-               pattern_name, size, r.g.indeg, iters, repeats);
+               "repeats%s\n",
+               pattern_name, size, r.g.indeg, iters, repeats,
+               sides > 1 ? ", each call also on a reference communicator (nbr_disable)" : "");
     for (int s = 0; s < num_sizes; s++) {
         r.bytes = sizes[s];
         r.send = malloc(r.bytes * (size_t)(max_degree + 1));
@@ -234,57 +256,69 @@ int main(int argc, char **argv)
             r.scounts[j] = r.rcounts[j] = (int)r.bytes;
             r.sdispls[j] = r.rdispls[j] = j * (int)r.bytes;
         }
-        MPI_Neighbor_allgather_init(r.send, (int)r.bytes, MPI_BYTE, r.recv, (int)r.bytes, MPI_BYTE,
-                                    r.comm, MPI_INFO_NULL, &r.persistent[ALLGATHER]);
-        MPI_Neighbor_alltoallv_init(r.send, r.scounts, r.sdispls, MPI_BYTE, r.recv, r.rcounts,
-                                    r.rdispls, MPI_BYTE, r.comm, MPI_INFO_NULL,
-                                    &r.persistent[ALLTOALLV]);
-        long wrong[NUM_COLLS][NUM_FORMS] = {{0}};
-        uint64_t hash[NUM_COLLS][NUM_FORMS];
+        for (int side = 0; side < sides; side++) {
+            MPI_Neighbor_allgather_init(r.send, (int)r.bytes, MPI_BYTE, r.recv, (int)r.bytes,
+                                        MPI_BYTE, r.comm[side], MPI_INFO_NULL,
+                                        &r.persistent[side][ALLGATHER]);
+            MPI_Neighbor_alltoallv_init(r.send, r.scounts, r.sdispls, MPI_BYTE, r.recv,
+                                        r.rcounts, r.rdispls, MPI_BYTE, r.comm[side],
+                                        MPI_INFO_NULL, &r.persistent[side][ALLTOALLV]);
+        }
+        long wrong[NUM_SIDES][NUM_COLLS][NUM_FORMS] = {{{0}}};
+        uint64_t hash[NUM_SIDES][NUM_COLLS][NUM_FORMS];
         for (int c = 0; c < NUM_COLLS; c++)
-            for (int f = 0; f < NUM_FORMS; f++) {
-                /* checked first, then warmed up */
-                hash[c][f] = 1469598103934665603ull;
-                prepare(&r, c);
-                call(&r, c, f);
-                wrong[c][f] = verify(&r, c, &hash[c][f]);
-                for (int w = 0; w < warmup; w++)
-                    call(&r, c, f);
-            }
+            for (int f = 0; f < NUM_FORMS; f++)
+                for (int side = 0; side < sides; side++) {
+                    /* checked first, then warmed up */
+                    hash[side][c][f] = 1469598103934665603ull;
+                    prepare(&r, c);
+                    call(&r, side, c, f);
+                    wrong[side][c][f] = verify(&r, c, &hash[side][c][f]);
+                    for (int w = 0; w < warmup; w++)
+                        call(&r, side, c, f);
+                }
         for (int k = 0; k < repeats; k++)
             for (int c = 0; c < NUM_COLLS; c++) {
                 prepare(&r, c);
+                for (int f = 0; f < NUM_FORMS; f++)
+                    for (int side = 0; side < sides; side++) {
+                        /* sides alternate which goes first */
+                        int at = (side + k) % sides;
+                        MPI_Barrier(MPI_COMM_WORLD);
+                        double t0 = MPI_Wtime();
+                        for (int i = 0; i < iters; i++)
+                            call(&r, at, c, f);
+                        double t = (MPI_Wtime() - t0) / iters, slowest = 0;
+                        MPI_Reduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+                        samples[((at * NUM_COLLS + c) * NUM_FORMS + f) * repeats + k] = slowest;
+                    }
+            }
+        for (int side = 0; side < sides; side++)
+            for (int c = 0; c < NUM_COLLS; c++)
                 for (int f = 0; f < NUM_FORMS; f++) {
-                    MPI_Barrier(r.comm);
-                    double t0 = MPI_Wtime();
-                    for (int i = 0; i < iters; i++)
-                        call(&r, c, f);
-                    double t = (MPI_Wtime() - t0) / iters, slowest = 0;
-                    MPI_Reduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, r.comm);
-                    samples[(c * NUM_FORMS + f) * repeats + k] = slowest;
+                    long all_wrong = 0;
+                    uint64_t all_hash = 0, mine = hash[side][c][f] * (uint64_t)(2 * rank + 1);
+                    MPI_Reduce(&wrong[side][c][f], &all_wrong, 1, MPI_LONG, MPI_SUM, 0,
+                               MPI_COMM_WORLD);
+                    MPI_Reduce(&mine, &all_hash, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+                    double *t = &samples[((side * NUM_COLLS + c) * NUM_FORMS + f) * repeats];
+                    qsort(t, (size_t)repeats, sizeof(double), compare_doubles);
+                    if (rank == 0)
+                        printf("%s%s %s %zu B: min %.1f median %.1f max %.1f us, wrong bytes "
+                               "%ld, checksum %016llx\n",
+                               side == REFERENCE ? "reference " : "", coll_names[c],
+                               form_names[f], r.bytes, t[0] * 1e6, t[repeats / 2] * 1e6,
+                               t[repeats - 1] * 1e6, all_wrong, (unsigned long long)all_hash);
                 }
-            }
-        for (int c = 0; c < NUM_COLLS; c++)
-            for (int f = 0; f < NUM_FORMS; f++) {
-                long all_wrong = 0;
-                uint64_t all_hash = 0, mine = hash[c][f] * (uint64_t)(2 * rank + 1);
-                MPI_Reduce(&wrong[c][f], &all_wrong, 1, MPI_LONG, MPI_SUM, 0, r.comm);
-                MPI_Reduce(&mine, &all_hash, 1, MPI_UINT64_T, MPI_SUM, 0, r.comm);
-                double *t = &samples[(c * NUM_FORMS + f) * repeats];
-                qsort(t, (size_t)repeats, sizeof(double), compare_doubles);
-                if (rank == 0)
-                    printf("%s %s %zu B: min %.1f median %.1f max %.1f us, wrong bytes %ld, "
-                           "checksum %016llx\n",
-                           coll_names[c], form_names[f], r.bytes, t[0] * 1e6,
-                           t[repeats / 2] * 1e6, t[repeats - 1] * 1e6, all_wrong,
-                           (unsigned long long)all_hash);
-            }
-        MPI_Request_free(&r.persistent[ALLGATHER]);
-        MPI_Request_free(&r.persistent[ALLTOALLV]);
+        for (int side = 0; side < sides; side++) {
+            MPI_Request_free(&r.persistent[side][ALLGATHER]);
+            MPI_Request_free(&r.persistent[side][ALLTOALLV]);
+        }
         free(r.send);
         free(r.recv);
     }
-    MPI_Comm_free(&r.comm);
+    for (int side = 0; side < sides; side++)
+        MPI_Comm_free(&r.comm[side]);
     free(sizes), free(samples), free(r.g.in), free(r.g.out);
     free(r.scounts), free(r.sdispls), free(r.rcounts), free(r.rdispls);
     MPI_Finalize();
