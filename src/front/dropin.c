@@ -26,13 +26,18 @@
 #include <mpi-ext.h>
 #endif
 
+/* NBR_DISABLE and nbr_disable: any value but empty, 0, false or no. */
+static int says_disable(const char *value)
+{
+    return value && *value && strcmp(value, "0") != 0 && strcmp(value, "false") != 0 &&
+           strcmp(value, "no") != 0;
+}
+
 static int disabled(void)
 {
     static int off = -1; /* read once: every rank sees the same environment */
-    if (off < 0) {
-        const char *value = getenv("NBR_DISABLE");
-        off = value && *value && strcmp(value, "0") != 0;
-    }
+    if (off < 0)
+        off = says_disable(getenv("NBR_DISABLE"));
     return off;
 }
 
@@ -115,16 +120,13 @@ static int issued(MPI_Comm comm, int status, nbr_request_t *request, MPI_Request
  * communicator freed), without, on its first neighborhood collective with
  * the environment's. nbr_disable=true leaves the communicator to MPI. */
 
-static int info_flag(MPI_Info info, const char *key, int *value)
+static int info_disables(MPI_Info info)
 {
     char text[16] = "";
     int found = 0;
-    *value = 0;
-    if (info == MPI_INFO_NULL || PMPI_Info_get(info, key, (int)sizeof text - 1, text, &found) !=
-                                     MPI_SUCCESS || !found)
-        return 0;
-    *value = !strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes");
-    return 1;
+    return info != MPI_INFO_NULL &&
+           PMPI_Info_get(info, "nbr_disable", (int)sizeof text - 1, text, &found) == MPI_SUCCESS &&
+           found && says_disable(text);
 }
 
 /* Whether info names any nbrcoll setting but nbr_disable. */
@@ -160,10 +162,9 @@ static int opt_out(MPI_Comm comm)
 /* What follows MPI's creation of *created from comm_old with info. */
 static int adopt_created(MPI_Comm comm_old, MPI_Info info, int rc, MPI_Comm *created)
 {
-    int off = 0;
     if (rc != MPI_SUCCESS || disabled() || *created == MPI_COMM_NULL)
         return rc;
-    if (info_flag(info, "nbr_disable", &off) && off)
+    if (info_disables(info))
         rc = opt_out(*created);
     else if (info_has_settings(info))
         rc = nbr_dropin_error_class(nbr_comm_attach(*created, info));

@@ -12,11 +12,6 @@
 
 enum { N = 6 };
 
-static int failed(int rc)
-{
-    return rc != MPI_SUCCESS;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -40,8 +35,8 @@ int main(int argc, char **argv)
     }
 
     /* blocking allgather: the last rank's receive count is one short */
-    int bad_blocking = failed(
-        MPI_Neighbor_allgather(send, N, MPI_INT, recv, liar ? N - 1 : N, MPI_INT, comm));
+    int bad_blocking = MPI_Neighbor_allgather(send, N, MPI_INT, recv, liar ? N - 1 : N, MPI_INT,
+                                              comm) != MPI_SUCCESS;
     /* the others receive every block right, relayed by the short rank or not */
     int others_right = liar || !bad_blocking;
     for (int k = 0; k < 2 && !liar; k++)
@@ -61,7 +56,7 @@ int main(int argc, char **argv)
         requests[1] = MPI_REQUEST_NULL;
     MPI_Status statuses[3];
     int wait_rc = MPI_Waitall(3, requests, statuses);
-    int bad_nonblocking = failed(rc) || failed(wait_rc);
+    int bad_nonblocking = rc != MPI_SUCCESS || wait_rc != MPI_SUCCESS;
     int ring_right = got == in[0];
 
     /* afterwards, a correct allgather everywhere */
