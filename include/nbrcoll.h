@@ -74,6 +74,12 @@
  *                                               aggregate, dedup: what one
  *                                               message weighs in bytes when
  *                                               agents are balanced (16384)
+ *   nbr_check_graph      / NBR_CHECK_GRAPH      1|0: at set-up, check that
+ *                                               each rank's out-edges match
+ *                                               their ends' in-edges
+ *                                               (NBR_ERR_GRAPH; default 1;
+ *                                               one message per distinct
+ *                                               out-neighbor)
  *   nbr_expected_starts  / NBR_EXPECTED_STARTS  runs of a persistent request
  *                                               auto spreads a plan's set-up
  *                                               over (100; also an _init
@@ -131,7 +137,9 @@ typedef enum nbr_status {
     NBR_ERR_UNSUPPORTED = -14,  /* valid, but not supported by this build */
     NBR_ERR_INTERNAL = -15,     /* a library invariant failed: a bug */
     NBR_ERR_IO = -16,           /* a file could not be read or written */
-    NBR_ERR_DEVICE = -17        /* a GPU runtime call failed (logged with its text) */
+    NBR_ERR_DEVICE = -17,       /* a GPU runtime call failed (logged with its text) */
+    NBR_ERR_GRAPH = -18         /* ranks' neighbor lists disagree (an out-edge without
+                                 * its in-edge): logged with both ranks and counts */
 } nbr_status_t;
 
 /* Static description of a status; never NULL. */

@@ -84,6 +84,7 @@ const char *nbr_error_string(int status)
     case NBR_ERR_INTERNAL: return "internal error (a bug in nbrcoll)";
     case NBR_ERR_IO: return "file could not be read or written";
     case NBR_ERR_DEVICE: return "a GPU runtime call failed";
+    case NBR_ERR_GRAPH: return "neighbor lists of the ranks disagree";
     default: return "unknown nbrcoll status";
     }
 }

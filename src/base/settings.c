@@ -72,3 +72,29 @@ int nbr_setting_string(MPI_Info info, const char *key, const char *env, char *va
     }
     return NBR_SUCCESS;
 }
+
+static int parse_bool(const char *what, const char *text, int *value)
+{
+    static const char *const on[] = {"1", "true", "yes", "on"};
+    static const char *const off[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+        if (strcmp(text, on[i]) == 0 || strcmp(text, off[i]) == 0) {
+            *value = strcmp(text, on[i]) == 0;
+            return NBR_SUCCESS;
+        }
+    }
+    NBR_ERROR("%s: '%s' is not one of 1/true/yes/on or 0/false/no/off", what, text);
+    return NBR_ERR_INFO;
+}
+
+int nbr_setting_bool(MPI_Info info, const char *key, const char *env, int *value)
+{
+    char text[16];
+    int found = 0, rc = info_get(info, key, text, sizeof text, &found);
+    if (rc == NBR_SUCCESS && found)
+        rc = parse_bool(key, text, value);
+    const char *from_env = getenv(env);
+    if (rc == NBR_SUCCESS && from_env && *from_env)
+        rc = parse_bool(env, from_env, value);
+    return rc;
+}

@@ -16,4 +16,7 @@ int nbr_setting_int(MPI_Info info, const char *key, const char *env, int min, in
 /* The same for a string of fewer than size bytes. */
 int nbr_setting_string(MPI_Info info, const char *key, const char *env, char *value, int size);
 
+/* The same for a switch: 1/true/yes/on or 0/false/no/off; *value is 0 or 1. */
+int nbr_setting_bool(MPI_Info info, const char *key, const char *env, int *value);
+
 #endif

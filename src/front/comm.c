@@ -5,6 +5,7 @@
 #include "alg/node_lists.h"
 #include "alg/select.h"
 #include "device/backend.h"
+#include "front/graph_check.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -215,6 +216,20 @@ static int read_neighbors(nbr_comm_t *state, MPI_Comm comm)
     return rc;
 }
 
+/* A Cartesian topology is consistent by construction; a graph's lists are
+ * the user's, and a mismatch would leave some receive waiting forever. */
+static int check_graph(nbr_comm_t *state)
+{
+    if (state->topology == MPI_CART)
+        return NBR_SUCCESS;
+    nbr_graph_check_t check = {.rank = state->rank, .indegree = state->indegree,
+                               .outdegree = state->outdegree, .sources = state->sources,
+                               .destinations = state->destinations};
+    int rc = nbr_engine_run_mpi(state->comm, nbr_comm_engine_tags(state), &check,
+                                nbr_graph_check_step, 2);
+    return rc == NBR_SUCCESS && check.mismatches > 0 ? NBR_ERR_GRAPH : rc;
+}
+
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
     int rc = NBR_SUCCESS, topology = MPI_UNDEFINED;
@@ -246,6 +261,8 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     /* From here a step may fail on some ranks only: agree before any
      * collective, so that no rank is left behind without state. */
     NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
+    if (config.check_graph)
+        NBR_CHECK(nbr_agree(comm, check_graph(state)));
     /* With device buffers a rank's GPU is the one its runtime has current. */
     char current_pci[NBR_PCI_ID_MAX] = "";
     if (config.exec.memory != NBR_MEMORY_HOST)

@@ -296,7 +296,7 @@ TEST_F(Errors, StatusStrings)
 {
     const char *ok = nbr_error_string(NBR_SUCCESS);
     ASSERT_NE(ok, nullptr);  // local test: no collective follows
-    for (int s = NBR_ERR_ARG; s >= NBR_ERR_DEVICE; --s) {
+    for (int s = NBR_ERR_ARG; s >= NBR_ERR_GRAPH; --s) {
         const char *t = nbr_error_string(s);
         EXPECT_NE(t, nullptr) << "status " << s;
         if (!t)
@@ -473,6 +473,109 @@ TEST_F(Errors, CreationRejectsBadDegreesAndRanksOnEveryRank)
         free_comm(&ok);
     }
     nbr_graph_free(&g);
+}
+
+// A rank's out-edge without the matching in-edge at its end (or the other
+// way round) hangs MPI's own neighborhood collectives; nbrcoll finds it at
+// set-up, on every rank, and keeps the communicator unused.
+TEST_F(Errors, InconsistentGraphsFailOnEveryRank)
+{
+    const int me = world_rank(), P = world_size();
+    nbr_graph_t g;
+    if (P < 3 || !all_ranks(build_ring_graph(&g)))
+        return;
+    std::vector<int> in(nbr_graph_in(&g, me), nbr_graph_in(&g, me) + nbr_graph_indegree(&g, me));
+    std::vector<int> out(nbr_graph_out(&g, me),
+                         nbr_graph_out(&g, me) + nbr_graph_outdegree(&g, me));
+    nbr_graph_free(&g);
+    using Lists = std::vector<int>;
+    struct Spoil {
+        std::string what;
+        int bad_rank;
+        std::function<void(Lists &, Lists &)> spoil;
+    };
+    const std::vector<Spoil> spoils = {
+        {"an in-edge dropped", 1, [](Lists &s, Lists &) { s.erase(s.begin()); }},
+        {"an out-edge listed twice", 0, [](Lists &, Lists &d) { d.push_back(d[0]); }},
+        {"an out-edge to the wrong rank", P - 1,
+         [me, P](Lists &, Lists &d) { d[0] = (me + P - 1) % P; }},
+        {"one in-edge more than its source sends", 0,
+         [me, P](Lists &s, Lists &) { s.push_back((me + P - 1) % P); }},
+    };
+    for (const Spoil &t : spoils) {
+        Lists s = in, d = out;
+        if (t.bad_rank == me)
+            t.spoil(s, d);
+        const std::string w = t.what + " on rank " + std::to_string(t.bad_rank) + ": rank " +
+                              std::to_string(me);
+        MPI_Comm comm = MPI_COMM_NULL;
+        int rc = nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, static_cast<int>(s.size()),
+                                                s.data(), MPI_UNWEIGHTED,
+                                                static_cast<int>(d.size()), d.data(),
+                                                MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm);
+        EXPECT_EQ(rc, NBR_ERR_GRAPH) << w << ": " << expect_text(rc, NBR_ERR_GRAPH);
+        EXPECT_EQ(comm, MPI_COMM_NULL) << w << ": communicator returned on error";
+        free_comm(&comm);
+
+        // MPI's own creation takes the lists; nbrcoll refuses them when it
+        // would first use the communicator, and again on the next try.
+        ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, static_cast<int>(s.size()),
+                                                 s.data(), MPI_UNWEIGHTED,
+                                                 static_cast<int>(d.size()), d.data(),
+                                                 MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm),
+                  MPI_SUCCESS);
+        rc = nbr_comm_attach(comm, MPI_INFO_NULL);
+        EXPECT_EQ(rc, NBR_ERR_GRAPH) << w << ", nbr_comm_attach: " << expect_text(rc, NBR_ERR_GRAPH);
+        for (Variant v : kVariants) {
+            Args a;
+            a.good(comm, Op::Allgather);
+            rc = call(Op::Allgather, v, a);
+            EXPECT_EQ(rc, NBR_ERR_GRAPH) << w << ", allgather " << variant_name(v) << ": "
+                                         << expect_text(rc, NBR_ERR_GRAPH);
+        }
+        MPI_Comm_free(&comm);
+
+        // nbr_check_graph=false: taken on trust (no call made on it here).
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "nbr_check_graph", "false");
+        rc = nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, static_cast<int>(s.size()), s.data(),
+                                            MPI_UNWEIGHTED, static_cast<int>(d.size()),
+                                            d.data(), MPI_UNWEIGHTED, info, 0, &comm);
+        MPI_Info_free(&info);
+        EXPECT_EQ(rc, NBR_SUCCESS) << w << ", nbr_check_graph=false: " << status_text(rc);
+        free_comm(&comm);
+    }
+
+    // An MPI-1 graph whose adjacency is not symmetric: 0 names 1 only.
+    std::vector<int> index(P), edges;
+    for (int r = 0; r < P; ++r) {
+        if (r == 0)
+            edges.push_back(1);
+        index[r] = static_cast<int>(edges.size());
+    }
+    MPI_Comm graph = MPI_COMM_NULL;
+    ASSERT_EQ(MPI_Graph_create(MPI_COMM_WORLD, P, index.data(), edges.data(), 0, &graph),
+              MPI_SUCCESS);
+    int rc = nbr_comm_attach(graph, MPI_INFO_NULL);
+    EXPECT_EQ(rc, NBR_ERR_GRAPH) << "MPI_Graph_create, 0 -> 1 only: rank " << me << ": "
+                                 << expect_text(rc, NBR_ERR_GRAPH);
+    MPI_Comm_free(&graph);
+
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "nbr_check_graph", "maybe");
+    MPI_Comm comm = MPI_COMM_NULL;
+    rc = nbr_dist_graph_create_adjacent(MPI_COMM_WORLD, static_cast<int>(in.size()), in.data(),
+                                        MPI_UNWEIGHTED, static_cast<int>(out.size()), out.data(),
+                                        MPI_UNWEIGHTED, info, 0, &comm);
+    MPI_Info_free(&info);
+    EXPECT_EQ(rc, NBR_ERR_INFO) << "nbr_check_graph=maybe: " << expect_text(rc, NBR_ERR_INFO);
+    free_comm(&comm);
+    comm = ring_comm(Mode::NbrAdjacent);
+    if (comm != MPI_COMM_NULL)
+        expect_usable(comm, "inconsistent graphs");
+    free_comm(&comm);
 }
 
 // Cartesian and graph communicators are topologies too (test_topologies).
