@@ -261,8 +261,9 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     /* From here a step may fail on some ranks only: agree before any
      * collective, so that no rank is left behind without state. */
     NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
-    if (config.check_graph)
-        NBR_CHECK(nbr_agree(comm, check_graph(state)));
+    /* Every rank runs every step up to the next agreement whatever its
+     * check found, so that agreement carries the check's verdict too. */
+    int graph = config.check_graph ? check_graph(state) : NBR_SUCCESS;
     /* With device buffers a rank's GPU is the one its runtime has current. */
     char current_pci[NBR_PCI_ID_MAX] = "";
     if (config.exec.memory != NBR_MEMORY_HOST)
@@ -277,7 +278,9 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     NBR_MPI_CHECK(MPI_Comm_get_attr(state->comm, MPI_TAG_UB, &tag_ub, &flag));
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
     state->patterns = calloc((size_t)nbr_algorithm_count(), sizeof(void *));
-    NBR_CHECK(nbr_agree(comm, state->patterns ? NBR_SUCCESS : NBR_ERR_NOMEM));
+    NBR_CHECK(nbr_agree(comm, graph != NBR_SUCCESS ? graph
+                              : state->patterns      ? NBR_SUCCESS
+                                                     : NBR_ERR_NOMEM));
     if (config.algorithm) { /* its facts and pattern now; auto's when it prices */
         const void *pattern = NULL;
         NBR_CHECK(nbr_comm_provide(state, config.algorithm->needs));
