@@ -366,7 +366,7 @@ int nbr_combining_build(int n, const int *out_offsets, const int *out_targets, i
                 NBR_CHECK(add_in(&patterns[left[c]], p, p, -1));
     }
     for (int r = 0; r < n; r++)
-        if (wanted(&j, r))
+        if (wanted(&j, r) && patterns[r].num_in > 1) /* in is NULL when empty */
             qsort(patterns[r].in, (size_t)patterns[r].num_in, sizeof(nbr_combining_in_t), cmp_in);
 out:
     lists_free(&j.out);

@@ -432,7 +432,8 @@ static int final_phase(sim_t *s)
                     targets[num_targets++] = t;
                 }
             }
-        qsort(targets, (size_t)num_targets, sizeof(int), cmp_int);
+        if (num_targets > 1) /* targets is NULL until the first */
+            qsort(targets, (size_t)num_targets, sizeof(int), cmp_int);
         for (int k = 0; k < num_targets && rc == NBR_SUCCESS; k++) {
             int t = targets[k], nb = 0;
             for (int i = 0; i < h->num; i++)

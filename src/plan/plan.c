@@ -237,7 +237,8 @@ int nbr_plan_seal(nbr_plan_t *plan, const int *node_of, const int *socket_of)
         if (messages > plan->max_phase_messages)
             plan->max_phase_messages = messages;
     }
-    memcpy(plan->ops, sorted, (size_t)next * sizeof(nbr_op_t));
+    if (next > 0) /* ops is NULL for an empty plan */
+        memcpy(plan->ops, sorted, (size_t)next * sizeof(nbr_op_t));
     free(sorted);
     plan->num_ops = next;
     plan->num_phases = kept_phases;
