@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds with warnings as
-# errors, runs every test (unit and MPI) with ctest.
+# errors, runs every test (unit and MPI) with ctest, then the sanitizer
+# pass (scripts/sanitize.sh: ASan + UBSan build, unit tests and the MPI
+# suites at 4 ranks; NBR_SANITIZE_PASS=0 skips it). Arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -8,3 +10,6 @@ scripts/build.sh -DNBR_WERROR=ON
 # mpirun refuses root unless told; CI and containers run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j 1 "$@"
+if [[ "${NBR_SANITIZE_PASS:-1}" != 0 ]]; then
+  scripts/sanitize.sh
+fi
