@@ -160,6 +160,13 @@ static int opt_out(MPI_Comm comm)
     return rc == MPI_SUCCESS ? PMPI_Comm_set_attr(comm, off_keyval, &off_marker) : rc;
 }
 
+void nbr_dropin_free_keyvals(void)
+{
+    int keyval = __atomic_exchange_n(&off_keyval, MPI_KEYVAL_INVALID, __ATOMIC_ACQ_REL);
+    if (keyval != MPI_KEYVAL_INVALID) /* marks still on communicators stay until they go */
+        PMPI_Comm_free_keyval(&keyval);
+}
+
 /* What follows MPI's creation of *created from comm_old with info. */
 static int adopt_created(MPI_Comm comm_old, MPI_Info info, int rc, MPI_Comm *created)
 {

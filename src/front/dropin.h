@@ -25,4 +25,8 @@ NBR_DROPIN_LOCAL int nbr_dropin_raise(MPI_Comm comm, int code);
  * completed first (its peers take part in it) and NBR_ERR_NOMEM returned. */
 NBR_DROPIN_LOCAL int nbr_dropin_adopt(nbr_request_t *request, MPI_Request *token);
 
+/* Frees the drop-in's attribute keyval (the nbr_disable mark) before MPI
+ * ends; MPI_Finalize's interposer calls it. */
+NBR_DROPIN_LOCAL void nbr_dropin_free_keyvals(void);
+
 #endif

@@ -786,5 +786,6 @@ int MPI_Finalize(void)
         op = next;
     }
     pthread_mutex_unlock(&lock);
+    nbr_dropin_free_keyvals();
     return PMPI_Finalize();
 }

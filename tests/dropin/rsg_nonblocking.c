@@ -25,14 +25,10 @@ static void add(const int *v, int n, int weight)
         check += (long)v[k] * (k % weight + 1);
 }
 
-/* A completed collective's status: nothing received, not cancelled. */
-static void expect_empty(const MPI_Status *status)
-{
-    int count = -1, cancelled = -1;
-    MPI_Get_count(status, MPI_INT, &count);
-    MPI_Test_cancelled(status, &cancelled);
-    oddities += count != 0 || cancelled != 0;
-}
+/* What the completion calls leave in a collective's status is not compared:
+ * MPI defines its error field only, and Open MPI hands back whatever its
+ * request held (zeros by chance, ASan's fill pattern under the sanitizer
+ * pass). nbrcoll's own answer, an empty status, is not an MPI promise. */
 
 int main(int argc, char **argv)
 {
@@ -75,7 +71,6 @@ int main(int argc, char **argv)
         MPI_Ineighbor_allgather(mine, B, MPI_INT, got, B, MPI_INT, graph, &r[1]);
         MPI_Isend(&ring_out, 1, MPI_INT, right, 5, MPI_COMM_WORLD, &r[2]);
         MPI_Waitall(3, r, statuses);
-        expect_empty(&statuses[1]);
         oddities += r[1] != MPI_REQUEST_NULL || ring_in != left * 10 + round;
         add(got, B * indeg, 7);
         /* 2. allgatherv, completed by polling MPI_Test */
@@ -91,7 +86,6 @@ int main(int argc, char **argv)
                                  MPI_INT, graph, &q);
         while (!flag)
             MPI_Test(&q, &flag, &statuses[0]);
-        expect_empty(&statuses[0]);
         add(got, at, 5);
         /* 3. alltoallv and alltoall in flight together; Waitany, then the
          * other with Waitsome */
