@@ -185,14 +185,14 @@ int nbr_aggregate_facts_init(const nbr_plan_input_t *input, void *context)
         for (int j = 0; rc == NBR_SUCCESS && j < me->outdegree; j++) {
             if (values->send_at[j + 1] - values->send_at[j] != me->out_at[j + 1] - me->out_at[j])
                 rc = NBR_ERR_ARG;
-            else
+            else if (me->out_at[j + 1] > me->out_at[j]) /* empty arrays may be NULL */
                 memcpy(me->out_index + me->out_at[j], values->send + values->send_at[j],
                        (me->out_at[j + 1] - me->out_at[j]) * sizeof(int64_t));
         }
         for (int i = 0; rc == NBR_SUCCESS && i < me->indegree; i++) {
             if (values->recv_at[i + 1] - values->recv_at[i] != me->in_at[i + 1] - me->in_at[i])
                 rc = NBR_ERR_ARG;
-            else
+            else if (me->in_at[i + 1] > me->in_at[i])
                 memcpy(me->in_index + me->in_at[i], values->recv + values->recv_at[i],
                        (me->in_at[i + 1] - me->in_at[i]) * sizeof(int64_t));
         }
