@@ -124,7 +124,8 @@ void make_layout(Case &c, uint64_t *state)
     LayoutParams &p = c.layout;
     p.coll = static_cast<nbr_collective_t>(draw(state, 3));
     p.unit = units[draw(state, 7)];
-    p.block = (draw(state, 50) == 0 ? 70000 : blocks[draw(state, 8)]) / p.unit * p.unit;
+    const bool large = draw(state, 50) == 0 && c.graph.nranks <= 16; /* few edges */
+    p.block = (large ? 70000 : blocks[draw(state, 8)]) / p.unit * p.unit;
     p.gap = draw(state, 3) == 0 ? static_cast<size_t>(draw(state, 9)) : 0;
     p.reverse = draw(state, 2) != 0;
     p.seed = nbr_splitmix64(state);
