@@ -6,7 +6,7 @@
  * library that relays blocks must not leave the other ranks waiting for
  * what the failed rank would have passed on. Rank 0 prints whether the
  * last rank saw its errors and whether, afterwards, a correct allgather
- * gives every rank the right data (the communicator still works). */
+ * (on a duplicate of the communicator) gives every rank the right data. */
 #include <mpi.h>
 #include <stdio.h>
 
@@ -59,10 +59,18 @@ int main(int argc, char **argv)
     int bad_nonblocking = rc != MPI_SUCCESS || wait_rc != MPI_SUCCESS;
     int ring_right = got == in[0];
 
-    /* afterwards, a correct allgather everywhere */
+    /* afterwards, a correct allgather everywhere, on a duplicate: MPI
+     * promises nothing of a communicator after an error (plain Open MPI at
+     * times leaves a failed collective's messages there for the next call
+     * to match); nbrcoll's own recovery on the same communicator is
+     * mpi.errors' to test */
     for (int i = 0; i < 2 * N; i++)
         recv[i] = -1;
-    int after_rc = MPI_Neighbor_allgather(send, N, MPI_INT, recv, N, MPI_INT, comm);
+    MPI_Comm fresh;
+    MPI_Comm_dup(comm, &fresh);
+    MPI_Comm_set_errhandler(fresh, MPI_ERRORS_RETURN);
+    int after_rc = MPI_Neighbor_allgather(send, N, MPI_INT, recv, N, MPI_INT, fresh);
+    MPI_Comm_free(&fresh);
     int right = after_rc == MPI_SUCCESS && ring_right;
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < N; i++)
