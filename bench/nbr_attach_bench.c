@@ -12,17 +12,12 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include "harness/clock.h"
 #include "harness/graphs.h"
+#include "harness/timing.h"
 
 #include <nbrcoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Slowest rank's seconds for one attach on a fresh communicator. */
 static double time_attach(const bh_topo_t *t, int check, int ranks_per_node)
@@ -103,10 +98,11 @@ int main(int argc, char **argv)
         printf("check  min_ms  median_ms  max_ms\n");
         double median[2];
         for (int c = 1; c >= 0; c--) {
-            qsort(times[c], (size_t)repeats, sizeof(double), compare_double);
-            median[c] = times[c][repeats / 2];
-            printf("%-5s %7.3f %10.3f %7.3f\n", c ? "on" : "off", 1e3 * times[c][0],
-                   1e3 * median[c], 1e3 * times[c][repeats - 1]);
+            bh_stats_t st;
+            bh_summarize(times[c], repeats, &st);
+            median[c] = st.median_us * 1e-6;
+            printf("%-5s %7.3f %10.3f %7.3f\n", c ? "on" : "off", 1e-3 * st.min_us,
+                   1e-3 * st.median_us, 1e-3 * st.max_us);
         }
         printf("# check's cost (median on - median off): %.3f ms, %.0f %% of attach without it\n",
                1e3 * (median[1] - median[0]), 100.0 * (median[1] - median[0]) / median[0]);

@@ -174,34 +174,15 @@ std::string describe(const Case &c, const char *algorithm)
 int run_case(const nbr_algorithm_t *algorithm, Case &c, std::string *why)
 {
     WholeJob w(&c.graph, c.layout, &c.loc);
-    nbr_job_t job;
-    int rc = nbr_job_init(&job, &c.graph, &c.loc, algorithm, nullptr);
-    if (rc != NBR_SUCCESS) {
-        *why = std::string("job: ") + nbr_error_string(rc);
-        return rc;
-    }
-    rc = nbr_job_build_patterns(&job);
-    if (rc != NBR_SUCCESS)
-        *why = std::string("patterns: ") + nbr_error_string(rc);
-    void *facts = nullptr;
-    if (rc == NBR_SUCCESS && (rc = nbr_job_call_facts(&job, w.layouts.data(), &facts)) != NBR_SUCCESS)
-        *why = std::string("call facts: ") + nbr_error_string(rc);
-    std::vector<size_t> sizes;
+    w.job_patterns = true;
     if (c.layout.coll == NBR_COLL_ALLGATHERV && c.size_round)
         for (const nbr_layout_t &l : w.layouts)
-            sizes.push_back(l.send[0].bytes);
-    for (int r = 0; r < c.graph.nranks && rc == NBR_SUCCESS; r++) {
-        nbr_plan_input_t input = nbr_job_input(&job, r, &w.layouts[r]);
-        input.call_facts = nbr_job_facts_of(&job, facts, r);
-        input.block_sizes = sizes.empty() ? nullptr : sizes.data();
-        rc = nbr_build_plan(algorithm, &input, &w.plans[r]);
-        if (rc != NBR_SUCCESS)
-            *why = "rank " + std::to_string(r) + ": build: " + nbr_error_string(rc);
-    }
-    nbr_job_free_call_facts(&job, facts);
-    nbr_job_free(&job);
-    if (rc == NBR_SUCCESS && (rc = w.verify()) != NBR_SUCCESS)
-        *why = "verifier: " + w.message();
+            w.block_sizes.push_back(l.send[0].bytes);
+    int rc = w.build(algorithm);
+    if (rc == NBR_SUCCESS)
+        rc = w.verify();
+    if (rc != NBR_SUCCESS)
+        *why = w.message();
     return rc;
 }
 

@@ -104,13 +104,15 @@ int WholeJob::build(const nbr_algorithm_t *algorithm)
     }
     if (!values.empty())
         job.values = values.data();
+    if (job_patterns && (rc = nbr_job_build_patterns(&job)) != NBR_SUCCESS)
+        message_ = std::string("patterns: ") + nbr_error_string(rc);
     void *facts = nullptr; // the call's facts exchange, for algorithms with one
-    rc = nbr_job_call_facts(&job, layouts.data(), &facts);
-    if (rc != NBR_SUCCESS)
+    if (rc == NBR_SUCCESS && (rc = nbr_job_call_facts(&job, layouts.data(), &facts)) != NBR_SUCCESS)
         message_ = std::string("call facts: ") + nbr_error_string(rc);
     for (int r = 0; r < graph_->nranks && rc == NBR_SUCCESS; r++) {
         nbr_plan_input_t input = nbr_job_input(&job, r, &layouts[r]);
-        input.pattern = patterns.empty() ? nullptr : patterns[r];
+        if (!job_patterns)
+            input.pattern = patterns.empty() ? nullptr : patterns[r];
         input.block_sizes = block_sizes.empty() ? nullptr : block_sizes.data();
         input.call_facts = nbr_job_facts_of(&job, facts, r);
         nbr_plan_free(&plans[r]);

@@ -54,6 +54,9 @@ public:
     std::vector<nbr_plan_t> plans;
     std::vector<nbr_layout_t> layouts;
     const void *params = nullptr; // the algorithm's parameters; nullptr: its defaults
+    // build every rank's pattern as a job does (nbr_job_build_patterns);
+    // otherwise builders get `patterns` below, or none
+    bool job_patterns = false;
     // allgatherv through relays: every rank's send bytes (the size round's
     // result); empty: builders get none
     std::vector<size_t> block_sizes;
