@@ -138,8 +138,10 @@ typedef enum nbr_status {
     NBR_ERR_INTERNAL = -15,     /* a library invariant failed: a bug */
     NBR_ERR_IO = -16,           /* a file could not be read or written */
     NBR_ERR_DEVICE = -17,       /* a GPU runtime call failed (logged with its text) */
-    NBR_ERR_GRAPH = -18         /* ranks' neighbor lists disagree (an out-edge without
+    NBR_ERR_GRAPH = -18,        /* ranks' neighbor lists disagree (an out-edge without
                                  * its in-edge): logged with both ranks and counts */
+    NBR_ERR_PEER = -19          /* a rank this one receives from (directly or through
+                                 * relays) failed in the same call: its log says why */
 } nbr_status_t;
 
 /* Static description of a status; never NULL. */

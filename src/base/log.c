@@ -85,6 +85,7 @@ const char *nbr_error_string(int status)
     case NBR_ERR_IO: return "file could not be read or written";
     case NBR_ERR_DEVICE: return "a GPU runtime call failed";
     case NBR_ERR_GRAPH: return "neighbor lists of the ranks disagree";
+    case NBR_ERR_PEER: return "a rank this one receives from failed in the same call";
     default: return "unknown nbrcoll status";
     }
 }

@@ -102,8 +102,27 @@ int nbr_message_probed(const MPI_Status *status, size_t *bytes)
     return NBR_SUCCESS;
 }
 
+int nbr_message_poison(size_t bytes, int peer, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    static const char byte = 0;
+    int mrc = MPI_Isend(&byte, bytes > 0 ? 0 : 1, MPI_BYTE, peer, tag, comm, request);
+    return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_mpi_failed("MPI_Isend (poison)", mrc);
+}
+
+/* A message of poison's length. A sender whose type signature is empty
+ * where the receiver's is not looks the same: the log says both. */
+static int poisoned(int peer, size_t expected)
+{
+    NBR_ERROR("rank %d sent %s where %zu bytes were expected: it failed earlier in this "
+              "call (its log says why), or the two ranks' type signatures differ", peer,
+              expected > 0 ? "nothing" : "a byte", expected);
+    return NBR_ERR_PEER;
+}
+
 int nbr_message_mismatch(int peer, size_t got, size_t expected)
 {
+    if (got == 0 && expected > 0)
+        return poisoned(peer, expected);
     NBR_ERROR("message from rank %d has %zu bytes, %zu expected: send and receive "
               "signatures differ", peer, got, expected);
     return NBR_ERR_TYPE_MISMATCH;
@@ -117,6 +136,8 @@ int nbr_message_check(int is_receive, const MPI_Status *status, int err, int pee
         MPI_Error_class(err, &cls);
         if (cls != MPI_ERR_TRUNCATE)
             return nbr_mpi_failed(what, err);
+        if (expected == 0)
+            return poisoned(peer, expected);
         NBR_ERROR("message from rank %d longer than the %zu bytes expected: send and "
                   "receive signatures differ", peer, expected);
         return NBR_ERR_TYPE_MISMATCH;

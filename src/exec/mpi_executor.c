@@ -24,6 +24,7 @@ typedef struct nbr_mpi_exec {
     MPI_Status *statuses;        /* one phase */
     int request_capacity, status_capacity, types_capacity; /* kept between binds */
     int phase;                   /* phase in flight; num_phases when idle */
+    int retried;                 /* the phase's Testall failed once: retried */
 } nbr_mpi_exec_t;
 
 static int is_message(const nbr_op_t *op)
@@ -127,27 +128,90 @@ out:
     return rc;
 }
 
-/* Posts phase p: its messages, then its local copies. */
-static int post_phase(nbr_mpi_exec_t *exec, int p)
+static void record(nbr_mpi_exec_t *exec, int rc)
 {
-    int rc = NBR_SUCCESS;
+    nbr_executor_record(&exec->core, rc);
+}
+
+static int failed(const nbr_mpi_exec_t *exec)
+{
+    return exec->core.status != NBR_SUCCESS;
+}
+
+/* Posts message op into *request as a one-off operation. After an error in
+ * the run a send carries poison instead (message.h); a post that fails is
+ * tried once more (a send as poison), because the peer waits for the
+ * message either way. */
+static void post_message(nbr_mpi_exec_t *exec, const nbr_op_t *op, MPI_Request *request)
+{
+    int send = op->kind == NBR_OP_SEND, tag = exec->core.tag_base + op->tag;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        *request = MPI_REQUEST_NULL;
+        int rc = send && failed(exec)
+                     ? nbr_message_poison(op->bytes, op->peer, tag, exec->comm, request)
+                     : nbr_message_post(send ? NBR_MSG_ISEND : NBR_MSG_IRECV,
+                                        exec->base[op->buf] + op->offset, op->bytes, op->peer,
+                                        tag, exec->comm, request, NULL);
+        record(exec, rc);
+        if (rc == NBR_SUCCESS)
+            return;
+    }
+    *request = MPI_REQUEST_NULL;
+}
+
+/* Starts persistent message op, whose handle is *request; after an error
+ * in the run a send goes as poison in a one-off request in the handle's
+ * place (the next start re-creates the handle). */
+static void start_message(nbr_mpi_exec_t *exec, const nbr_op_t *op, MPI_Request *request)
+{
+    int r = (int)(request - exec->requests);
+    if (op->kind == NBR_OP_SEND && failed(exec)) {
+        free_persistent(exec, r);
+        post_message(exec, op, request);
+        return;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int mrc = *request == MPI_REQUEST_NULL ? MPI_ERR_REQUEST : PMPI_Start(request);
+        if (mrc == MPI_SUCCESS)
+            return;
+        if (*request != MPI_REQUEST_NULL)
+            record(exec, nbr_mpi_failed("MPI_Start", mrc));
+        free_persistent(exec, r);
+        if (op->kind == NBR_OP_SEND) { /* failed now: poison */
+            post_message(exec, op, request);
+            return;
+        }
+        record(exec, create_persistent(exec, exec->phase));
+    }
+}
+
+/* Posts phase p: its messages, then its local copies. Every message is
+ * posted whatever fails: peers wait for each. */
+static void post_phase(nbr_mpi_exec_t *exec, int p)
+{
     const nbr_plan_t *plan = exec->core.plan;
     const nbr_phase_t *phase = &plan->phases[p];
-    int first = exec->core.plan->phase_first_message[p];
-    int count = exec->core.plan->phase_first_message[p + 1] - first;
+    int first = plan->phase_first_message[p];
+    int count = plan->phase_first_message[p + 1] - first;
+    MPI_Request *next = exec->requests + (exec->persistent ? first : 0);
     if (exec->persistent) {
-        NBR_CHECK(create_persistent(exec, p));
-        if (count > 0)
-            NBR_MPI_CHECK(PMPI_Startall(count, exec->requests + first));
-    } else {
-        MPI_Request *next = exec->requests;
-        for (int i = 0; i < phase->num_ops; i++) {
-            const nbr_op_t *op = &plan->ops[phase->first_op + i];
-            if (is_message(op))
-                NBR_CHECK(nbr_message_post(op->kind == NBR_OP_RECV ? NBR_MSG_IRECV : NBR_MSG_ISEND,
-                                           exec->base[op->buf] + op->offset, op->bytes, op->peer,
-                                           exec->core.tag_base + op->tag, exec->comm, next++, NULL));
+        record(exec, create_persistent(exec, p));
+        if (!failed(exec) && count > 0) {
+            int mrc = PMPI_Startall(count, next);
+            if (mrc == MPI_SUCCESS)
+                next = NULL; /* all started */
+            else
+                record(exec, nbr_mpi_failed("MPI_Startall", mrc));
         }
+    }
+    for (int i = 0; next && i < phase->num_ops; i++) {
+        const nbr_op_t *op = &plan->ops[phase->first_op + i];
+        if (!is_message(op))
+            continue;
+        if (exec->persistent)
+            start_message(exec, op, next++);
+        else
+            post_message(exec, op, next++);
     }
     for (int i = 0; i < phase->num_ops; i++) {
         const nbr_op_t *op = &plan->ops[phase->first_op + i];
@@ -155,8 +219,6 @@ static int post_phase(nbr_mpi_exec_t *exec, int p)
             memcpy(exec->base[op->buf] + op->offset,
                    exec->base[op->src_buf] + op->src_offset, op->bytes);
     }
-out:
-    return rc;
 }
 
 static MPI_Request *phase_requests(nbr_mpi_exec_t *exec, int p)
@@ -202,16 +264,13 @@ static int check_phase(nbr_mpi_exec_t *exec, int p, int mpi_rc)
     return rc;
 }
 
-static void record(nbr_mpi_exec_t *exec, int rc)
-{
-    nbr_executor_record(&exec->core, rc);
-}
-
 static int begin(nbr_executor_t *core)
 {
     nbr_mpi_exec_t *exec = of(core);
     exec->phase = 0;
-    return post_phase(exec, 0);
+    exec->retried = 0;
+    post_phase(exec, 0);
+    return NBR_SUCCESS; /* errors are the run's status */
 }
 
 /* Completes phase exec->phase (blocking or not) and posts the next one. */
@@ -221,13 +280,29 @@ static int finish_phase(nbr_mpi_exec_t *exec, int blocking, int *finished)
     int count = exec->core.plan->phase_first_message[p + 1] - exec->core.plan->phase_first_message[p];
     int mpi_rc;
     *finished = 1;
+    MPI_Request *requests = phase_requests(exec, p);
     if (blocking) {
-        mpi_rc = PMPI_Waitall(count, phase_requests(exec, p), exec->statuses);
+        mpi_rc = PMPI_Waitall(count, requests, exec->statuses);
     } else {
-        mpi_rc = PMPI_Testall(count, phase_requests(exec, p), finished, exec->statuses);
+        mpi_rc = PMPI_Testall(count, requests, finished, exec->statuses);
         if (!*finished && mpi_rc == MPI_SUCCESS)
             return NBR_SUCCESS;
     }
+    if (mpi_rc != MPI_SUCCESS && mpi_rc != MPI_ERR_IN_STATUS) {
+        /* The call failed as a whole: the requests' states are unknown and
+         * peers wait for them. Testing, try again at the next step; then
+         * wait for each request on its own. */
+        record(exec, nbr_mpi_failed(blocking ? "MPI_Waitall" : "MPI_Testall", mpi_rc));
+        if (!blocking && !exec->retried) {
+            exec->retried = 1;
+            *finished = 0;
+            return NBR_SUCCESS;
+        }
+        for (int r = 0; r < count; r++)
+            exec->statuses[r].MPI_ERROR = MPI_ERR_PENDING;
+        mpi_rc = MPI_ERR_IN_STATUS;
+    }
+    exec->retried = 0;
     if (mpi_rc == MPI_ERR_IN_STATUS)
         wait_pending(phase_requests(exec, p), exec->statuses, count);
     int phase_rc = check_phase(exec, p, mpi_rc);
@@ -241,7 +316,7 @@ static int finish_phase(nbr_mpi_exec_t *exec, int blocking, int *finished)
     record(exec, phase_rc);
     exec->phase++;
     if (exec->phase < exec->core.plan->num_phases)
-        record(exec, post_phase(exec, exec->phase));
+        post_phase(exec, exec->phase);
     return NBR_SUCCESS;
 }
 

@@ -88,7 +88,7 @@ int nbr_dropin_error_class(int status)
     case NBR_ERR_INTERNAL: return MPI_ERR_INTERN;
     case NBR_ERR_IO: return MPI_ERR_IO;
     case NBR_ERR_GRAPH: return MPI_ERR_TOPOLOGY;
-    default: return MPI_ERR_OTHER; /* NBR_ERR_MPI, NBR_ERR_DEVICE */
+    default: return MPI_ERR_OTHER; /* NBR_ERR_MPI, NBR_ERR_DEVICE, NBR_ERR_PEER */
     }
 }
 

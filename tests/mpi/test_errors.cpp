@@ -296,7 +296,7 @@ TEST_F(Errors, StatusStrings)
 {
     const char *ok = nbr_error_string(NBR_SUCCESS);
     ASSERT_NE(ok, nullptr);  // local test: no collective follows
-    for (int s = NBR_ERR_ARG; s >= NBR_ERR_GRAPH; --s) {
+    for (int s = NBR_ERR_ARG; s >= NBR_ERR_PEER; --s) {
         const char *t = nbr_error_string(s);
         EXPECT_NE(t, nullptr) << "status " << s;
         if (!t)
