@@ -9,9 +9,13 @@
  *
  * The same step function runs under two engines:
  *   nbr_engine_run_mpi:   one rank per process; each round's messages go
- *                         out with the NBX sparse exchange (Issend, then
- *                         Ibarrier once all sends matched), so receivers need
- *                         not know who writes to them;
+ *                         out with the NBX sparse exchange (Issend, then a
+ *                         nonblocking barrier once all sends matched), so
+ *                         receivers need not know who writes to them; the
+ *                         barrier is an allreduce of each rank's status and
+ *                         whether it is done, so a failure on any rank ends
+ *                         the run on all with the same status (no rank is
+ *                         left waiting);
  *   nbr_engine_run_local: N virtual ranks in one process, for unit tests and
  *                         the verifier. */
 #ifndef NBR_ENGINE_H
@@ -46,8 +50,9 @@ typedef int (*nbr_round_fn)(void *context, int round,
 int nbr_engine_run_local(int nranks, void **contexts, nbr_round_fn step,
                          int max_rounds);
 
-/* Runs step for this process on comm (collective). tag_base and tag_base+1
- * are used on comm; callers pass a communicator private to the library. */
+/* Runs step for this process on comm (collective): every rank returns the
+ * same status. tag_base and tag_base+1 are used on comm; callers pass a
+ * communicator private to the library. */
 int nbr_engine_run_mpi(MPI_Comm comm, int tag_base, void *context,
                        nbr_round_fn step, int max_rounds);
 
