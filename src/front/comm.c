@@ -239,13 +239,17 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     NBR_MPI_CHECK(MPI_Topo_test(comm, &topology));
     if (topology != MPI_DIST_GRAPH && topology != MPI_CART && topology != MPI_GRAPH)
         return NBR_ERR_TOPOLOGY; /* the same on every rank: no agreement needed */
-    /* Configuration may differ between ranks (per-rank info): agree first so
-     * that every rank returns the same error and nobody is left waiting. */
-    NBR_CHECK(nbr_agree(comm, nbr_config_load(info, &config)));
-    rc = ensure_keyval();
-    if (rc == NBR_SUCCESS && !(state = calloc(1, sizeof(*state))))
-        rc = NBR_ERR_NOMEM;
+    /* Configuration may differ between ranks (per-rank info), and the
+     * rest may fail on one rank: agree first so that every rank returns the
+     * same error and nobody is left waiting. */
+    int local = nbr_config_load(info, &config);
+    if (local == NBR_SUCCESS)
+        local = ensure_keyval();
+    if (local == NBR_SUCCESS && !(state = calloc(1, sizeof(*state))))
+        local = NBR_ERR_NOMEM;
+    rc = nbr_agree(comm, local);
     if (rc != NBR_SUCCESS) {
+        free(state);
         nbr_config_free(&config);
         return rc;
     }

@@ -222,6 +222,17 @@ int nbr_library_start(nbr_request_t req)
     return post(req);
 }
 
+/* A completion call that failed leaves the request's state unknown while
+ * MPI may still be moving the user's data: wait for it once more, so that
+ * the buffers are the user's again when the call returns. */
+static int failed_completion(nbr_request_t req, const char *call, int mrc)
+{
+    int rc = nbr_library_failed(call, mrc);
+    if (req->library_request != MPI_REQUEST_NULL)
+        PMPI_Wait(&req->library_request, MPI_STATUS_IGNORE);
+    return rc;
+}
+
 int nbr_library_test(nbr_request_t req, int *done)
 {
     *done = 0;
@@ -233,7 +244,7 @@ int nbr_library_test(nbr_request_t req, int *done)
     int mrc = PMPI_Test(&req->library_request, done, MPI_STATUS_IGNORE);
     if (mrc != MPI_SUCCESS) {
         *done = 1;
-        return nbr_library_failed("MPI_Test", mrc);
+        return failed_completion(req, "MPI_Test", mrc);
     }
     return NBR_SUCCESS;
 }
@@ -257,7 +268,7 @@ int nbr_library_wait(nbr_request_t req)
         return rc;
     /* alone: MPI may block until it is done */
     int mrc = PMPI_Wait(&req->library_request, MPI_STATUS_IGNORE);
-    return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Wait", mrc);
+    return mrc == MPI_SUCCESS ? NBR_SUCCESS : failed_completion(req, "MPI_Wait", mrc);
 }
 
 /* Everything a blocking allgather costs beyond the library's call (a
