@@ -91,6 +91,7 @@ enum item_state {
 struct nbr_dev_item {
     int op;          /* plan op */
     uint8_t kind, path, state, staged;
+    uint8_t failures; /* MPI_Improbe / MPI_Test failed this many times in a row */
     int channel_peer;
     int prev_same;   /* receive: the phase's previous one with this peer and tag, or -1 */
     size_t offset;   /* from the op's offset (chunks) */
@@ -507,6 +508,7 @@ static void post_phase(nbr_dev_exec_t *exec)
         item->request = MPI_REQUEST_NULL;
         item->ticket = 0;
         item->desc = NULL;
+        item->failures = 0;
         if (item->kind == ITEM_COPY) {
             queue_copy(exec, i, item_addr(exec, item), exec->buf[op->src_buf].base + op->src_offset,
                        item->bytes, S_COPY);
@@ -645,10 +647,15 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
         MPI_Status status;
         int mrc = MPI_Improbe(op->peer, tag, exec->comm, &flag, &message, &status);
         if (mrc != MPI_SUCCESS) {
+            /* the message stays queued: probe again at the next pass (a
+             * message left there would be taken by a later run); the
+             * second failure in a row gives up */
             record(exec, nbr_mpi_failed("MPI_Improbe", mrc));
-            end_op(exec, index);
+            if (++item->failures >= 2)
+                end_op(exec, index);
             return 1;
         }
+        item->failures = 0;
         if (!flag)
             return moved;
         moved = 1;
@@ -656,6 +663,10 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
         int rc = nbr_message_probed(&status, &got);
         if (rc == NBR_SUCCESS && item->state == S_PROBE && got == item->bytes) {
             rc = nbr_message_imrecv(mpi_addr(exec, item), got, &message, &item->request);
+            if (rc != NBR_SUCCESS) { /* the matched message is still to be taken */
+                record(exec, rc);
+                rc = nbr_message_imrecv(mpi_addr(exec, item), got, &message, &item->request);
+            }
             item->state = S_MPI;
             if (rc != NBR_SUCCESS) {
                 record(exec, rc);
@@ -712,6 +723,13 @@ static int progress_phase(nbr_dev_exec_t *exec)
             int flag = 0;
             MPI_Status status;
             int mrc = PMPI_Test(&item->request, &flag, &status);
+            if (mrc != MPI_SUCCESS && item->request != MPI_REQUEST_NULL &&
+                ++item->failures < 2) {
+                /* the call failed and the request is still in flight over
+                 * the buffer: test it again at the next pass */
+                record(exec, nbr_mpi_failed("MPI_Test", mrc));
+                continue;
+            }
             if (flag || mrc != MPI_SUCCESS) {
                 /* receives are posted only for messages of the expected
                  * length (probed, or announced by a descriptor): the length
