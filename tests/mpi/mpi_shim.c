@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ static long counts[NBR_SHIM_NUM_CALLS];
 static int armed_call = -1;
 static long armed_nth;
 static int fired;
+static int paused;
 
 const char *nbr_shim_name(nbr_shim_call_t call)
 {
@@ -38,6 +40,11 @@ void nbr_shim_disarm(void)
     armed_call = -1;
 }
 
+void nbr_shim_pause(int pause)
+{
+    paused = pause;
+}
+
 long nbr_shim_calls(nbr_shim_call_t call)
 {
     return call >= 0 && call < NBR_SHIM_NUM_CALLS ? counts[call] : 0;
@@ -51,12 +58,38 @@ int nbr_shim_fired(void)
 /* Counts a call; true when it is the one to fail. */
 static int inject(nbr_shim_call_t call)
 {
-    if (call >= NBR_SHIM_NUM_CALLS) /* a call that is never failed */
+    if (call >= NBR_SHIM_NUM_CALLS || paused) /* a call that is never failed */
         return 0;
     if (++counts[call] != armed_nth || (int)call != armed_call)
         return 0;
     fired = 1;
+    if (getenv("NBR_SHIM_TRACE")) { /* where the failure lands */
+        void *frames[16];
+        backtrace_symbols_fd(frames, backtrace(frames, 16), 2);
+    }
     return 1;
+}
+
+/* A collective kind counts only calls over the whole job (a communicator
+ * of MPI_COMM_WORLD's size): those are the same operations, in the same
+ * order, on every rank, so the N-th fails everywhere at once. Calls over
+ * parts of the job (a node's ranks) are different operations on different
+ * ranks and are never failed. */
+static int inject_collective(nbr_shim_call_t call, MPI_Comm comm)
+{
+    int size = 0, world = 0;
+    if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS ||
+        PMPI_Comm_size(MPI_COMM_WORLD, &world) != MPI_SUCCESS || size != world)
+        return 0;
+    return inject(call);
+}
+
+/* Whether this call (of `kind`, over comm) is the one to fail. */
+static int fails(nbr_shim_call_t kind, MPI_Comm comm)
+{
+    return kind >= NBR_SHIM_FIRST_COLLECTIVE && kind < NBR_SHIM_NUM_CALLS
+               ? inject_collective(kind, comm)
+               : inject(kind);
 }
 
 /* ------------------------------------------------------------ live objects */
@@ -132,11 +165,11 @@ static void forget_completed(const MPI_Request *before, const MPI_Request *after
     int PMPI_##fn params { return shim_##fn args; }
 
 /* A call that makes one request. */
-#define REQUEST_MAKER(fn, kind, params, args, request)                             \
+#define REQUEST_MAKER(fn, kind, params, args, request, comm)                             \
     static int shim_##fn params                                                    \
     {                                                                              \
         REAL(fn);                                                                  \
-        if (inject(kind))                                                          \
+        if (fails(kind, comm))                                                     \
             return MPI_ERR_OTHER;                                                  \
         int rc = real_ args;                                                       \
         if (rc == MPI_SUCCESS)                                                     \
@@ -148,68 +181,68 @@ static void forget_completed(const MPI_Request *before, const MPI_Request *after
 REQUEST_MAKER(Isend, NBR_SHIM_ISEND,
               (const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                MPI_Request *request),
-              (buf, count, type, dest, tag, comm, request), request)
+              (buf, count, type, dest, tag, comm, request), request, comm)
 REQUEST_MAKER(Issend, NBR_SHIM_ISSEND,
               (const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                MPI_Request *request),
-              (buf, count, type, dest, tag, comm, request), request)
+              (buf, count, type, dest, tag, comm, request), request, comm)
 REQUEST_MAKER(Irecv, NBR_SHIM_IRECV,
               (void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
                MPI_Request *request),
-              (buf, count, type, source, tag, comm, request), request)
+              (buf, count, type, source, tag, comm, request), request, comm)
 REQUEST_MAKER(Send_init, NBR_SHIM_SEND_INIT,
               (const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                MPI_Request *request),
-              (buf, count, type, dest, tag, comm, request), request)
+              (buf, count, type, dest, tag, comm, request), request, comm)
 REQUEST_MAKER(Recv_init, NBR_SHIM_RECV_INIT,
               (void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
                MPI_Request *request),
-              (buf, count, type, source, tag, comm, request), request)
+              (buf, count, type, source, tag, comm, request), request, comm)
 REQUEST_MAKER(Imrecv, NBR_SHIM_IMRECV,
               (void *buf, int count, MPI_Datatype type, MPI_Message *message,
                MPI_Request *request),
-              (buf, count, type, message, request), request)
+              (buf, count, type, message, request), request, MPI_COMM_NULL)
 REQUEST_MAKER(Ibarrier, NBR_SHIM_IBARRIER, (MPI_Comm comm, MPI_Request *request),
-              (comm, request), request)
+              (comm, request), request, comm)
 REQUEST_MAKER(Iallreduce, NBR_SHIM_IALLREDUCE,
               (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                MPI_Comm comm, MPI_Request *request),
-              (sendbuf, recvbuf, count, type, op, comm, request), request)
+              (sendbuf, recvbuf, count, type, op, comm, request), request, comm)
 
 /* A call that may fail and makes nothing. */
-#define PLAIN(fn, kind, params, args)                                              \
+#define PLAIN(fn, kind, params, args, comm)                                              \
     static int shim_##fn params                                                    \
     {                                                                              \
         REAL(fn);                                                                  \
-        if (inject(kind))                                                          \
+        if (fails(kind, comm))                                                       \
             return MPI_ERR_OTHER;                                                  \
         return real_ args;                                                         \
     }                                                                              \
     BOTH_NAMES(fn, params, args)
 
-PLAIN(Start, NBR_SHIM_START, (MPI_Request *request), (request))
-PLAIN(Startall, NBR_SHIM_STARTALL, (int count, MPI_Request requests[]), (count, requests))
+PLAIN(Start, NBR_SHIM_START, (MPI_Request *request), (request), MPI_COMM_NULL)
+PLAIN(Startall, NBR_SHIM_STARTALL, (int count, MPI_Request requests[]), (count, requests), MPI_COMM_NULL)
 PLAIN(Iprobe, NBR_SHIM_IPROBE,
       (int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status),
-      (source, tag, comm, flag, status))
+      (source, tag, comm, flag, status), comm)
 PLAIN(Improbe, NBR_SHIM_IMPROBE,
       (int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
        MPI_Status *status),
-      (source, tag, comm, flag, message, status))
+      (source, tag, comm, flag, message, status), comm)
 PLAIN(Recv, NBR_SHIM_RECV,
       (void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
        MPI_Status *status),
-      (buf, count, type, source, tag, comm, status))
+      (buf, count, type, source, tag, comm, status), comm)
 PLAIN(Allreduce, NBR_SHIM_ALLREDUCE,
       (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
        MPI_Comm comm),
-      (sendbuf, recvbuf, count, type, op, comm))
+      (sendbuf, recvbuf, count, type, op, comm), comm)
 PLAIN(Allgather, NBR_SHIM_ALLGATHER,
       (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
        int recvcount, MPI_Datatype recvtype, MPI_Comm comm),
-      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), comm)
 PLAIN(Bcast, NBR_SHIM_BCAST, (void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm),
-      (buf, count, type, root, comm))
+      (buf, count, type, root, comm), comm)
 
 /* Completion calls over an array of requests. */
 #define COMPLETER(fn, kind, params, args, count, requests)                         \
@@ -269,11 +302,11 @@ static int shim_Request_free(MPI_Request *request)
 BOTH_NAMES(Request_free, (MPI_Request *request), (request))
 
 /* A call that makes one object of a kind counted in `set`. */
-#define MAKER(fn, kind, set, params, args, made)                                   \
+#define MAKER(fn, kind, set, params, args, made, comm)                                   \
     static int shim_##fn params                                                    \
     {                                                                              \
         REAL(fn);                                                                  \
-        if (inject(kind))                                                          \
+        if (fails(kind, comm))                                                       \
             return MPI_ERR_OTHER;                                                  \
         int rc = real_ args;                                                       \
         if (rc == MPI_SUCCESS)                                                     \
@@ -296,38 +329,38 @@ BOTH_NAMES(Request_free, (MPI_Request *request), (request))
     BOTH_NAMES(fn, (type * handle), (handle))
 
 MAKER(Type_contiguous, NBR_SHIM_NUM_CALLS, live_types,
-      (int count, MPI_Datatype old, MPI_Datatype *made), (count, old, made), made)
+      (int count, MPI_Datatype old, MPI_Datatype *made), (count, old, made), made, MPI_COMM_NULL)
 MAKER(Type_create_struct, NBR_SHIM_NUM_CALLS, live_types,
       (int count, const int lengths[], const MPI_Aint displacements[],
        const MPI_Datatype types[], MPI_Datatype *made),
-      (count, lengths, displacements, types, made), made)
+      (count, lengths, displacements, types, made), made, MPI_COMM_NULL)
 MAKER(Type_dup, NBR_SHIM_NUM_CALLS, live_types, (MPI_Datatype old, MPI_Datatype *made),
-      (old, made), made)
+      (old, made), made, MPI_COMM_NULL)
 FREER(Type_free, live_types, MPI_Datatype)
 
 MAKER(Comm_create_keyval, NBR_SHIM_NUM_CALLS, live_keyvals,
       (MPI_Comm_copy_attr_function *copy, MPI_Comm_delete_attr_function *del, int *made,
        void *extra),
-      (copy, del, made, extra), made)
+      (copy, del, made, extra), made, MPI_COMM_NULL)
 FREER(Comm_free_keyval, live_keyvals, int)
 
 MAKER(Comm_dup, NBR_SHIM_COMM_DUP, live_comms, (MPI_Comm comm, MPI_Comm *made),
-      (comm, made), made)
+      (comm, made), made, comm)
 MAKER(Comm_split, NBR_SHIM_COMM_SPLIT, live_comms,
-      (MPI_Comm comm, int color, int key, MPI_Comm *made), (comm, color, key, made), made)
+      (MPI_Comm comm, int color, int key, MPI_Comm *made), (comm, color, key, made), made, comm)
 MAKER(Comm_split_type, NBR_SHIM_COMM_SPLIT_TYPE, live_comms,
       (MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *made),
-      (comm, type, key, info, made), made)
+      (comm, type, key, info, made), made, comm)
 MAKER(Dist_graph_create_adjacent, NBR_SHIM_NUM_CALLS, live_comms,
       (MPI_Comm comm, int indegree, const int sources[], const int sourceweights[],
        int outdegree, const int destinations[], const int destweights[], MPI_Info info,
        int reorder, MPI_Comm *made),
       (comm, indegree, sources, sourceweights, outdegree, destinations, destweights, info,
        reorder, made),
-      made)
+      made, comm)
 MAKER(Dist_graph_create, NBR_SHIM_NUM_CALLS, live_comms,
       (MPI_Comm comm, int n, const int sources[], const int degrees[],
        const int destinations[], const int weights[], MPI_Info info, int reorder,
        MPI_Comm *made),
-      (comm, n, sources, degrees, destinations, weights, info, reorder, made), made)
+      (comm, n, sources, degrees, destinations, weights, info, reorder, made), made, comm)
 FREER(Comm_free, live_comms, MPI_Comm)

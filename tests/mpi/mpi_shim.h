@@ -17,9 +17,10 @@ extern "C" {
 #endif
 
 /* Point-to-point kinds fail where armed (one rank); collective kinds are
- * armed on every rank, so that the operation fails everywhere, as MPI
- * reports a broken collective (a collective that fails on one rank only
- * would leave the others waiting inside MPI, whatever nbrcoll does). */
+ * armed on every rank and count only calls over the whole job, so that the
+ * same operation fails everywhere, as MPI reports a broken collective (a
+ * collective that fails on one rank only would leave the others waiting
+ * inside MPI, whatever nbrcoll does). */
 typedef enum nbr_shim_call {
     NBR_SHIM_ISEND,
     NBR_SHIM_IRECV,
@@ -54,6 +55,8 @@ const char *nbr_shim_name(nbr_shim_call_t call);
  * nth call of kind `call` from now fails (nth 0: none fails). */
 void nbr_shim_arm(nbr_shim_call_t call, long nth);
 void nbr_shim_disarm(void);
+/* While paused (1), calls are neither counted nor failed: the test's own. */
+void nbr_shim_pause(int pause);
 /* Calls of this kind since the last nbr_shim_arm. */
 long nbr_shim_calls(nbr_shim_call_t call);
 /* Whether the armed failure happened. */
