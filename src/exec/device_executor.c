@@ -448,13 +448,21 @@ static void flush_copies(nbr_dev_exec_t *exec)
 
 /* ------------------------------------------------------------ MPI */
 
+/* A post that fails is tried once more: the peer waits for the message. */
 static int start_mpi(nbr_dev_exec_t *exec, nbr_dev_item_t *item, char *addr)
 {
     const nbr_op_t *op = op_of(exec, item);
-    int rc = nbr_message_post(item->kind == ITEM_SEND ? NBR_MSG_ISEND : NBR_MSG_IRECV, addr,
-                              item->bytes, op->peer, exec->core.tag_base + op->tag, exec->comm,
-                              &item->request, NULL);
-    item->state = rc == NBR_SUCCESS ? S_MPI : S_DONE;
+    int rc = NBR_SUCCESS;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        item->request = MPI_REQUEST_NULL;
+        int post = nbr_message_post(item->kind == ITEM_SEND ? NBR_MSG_ISEND : NBR_MSG_IRECV,
+                                    addr, item->bytes, op->peer, exec->core.tag_base + op->tag,
+                                    exec->comm, &item->request, NULL);
+        rc = rc == NBR_SUCCESS ? post : rc;
+        if (post == NBR_SUCCESS)
+            break;
+    }
+    item->state = item->request != MPI_REQUEST_NULL ? S_MPI : S_DONE;
     return rc;
 }
 
@@ -728,9 +736,7 @@ static int progress_phase(nbr_dev_exec_t *exec)
                 /* the call failed and the request is still in flight over
                  * the buffer: test it again at the next pass */
                 record(exec, nbr_mpi_failed("MPI_Test", mrc));
-                continue;
-            }
-            if (flag || mrc != MPI_SUCCESS) {
+            } else if (flag || mrc != MPI_SUCCESS) {
                 /* receives are posted only for messages of the expected
                  * length (probed, or announced by a descriptor): the length
                  * check guards against an MPI that delivers otherwise */

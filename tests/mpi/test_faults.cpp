@@ -116,6 +116,8 @@ void sweep_calls(MPI_Comm comm, const std::string &algo, Case c, Tally &tally)
                                       std::to_string(failing);
             if (tracing() && me == 0)
                 note(where);
+            nbr_shim_live_t live_before{}, live_after{};
+            nbr_shim_count_live(&live_before);
             ++run;
             r.prepare(run);
             r.reference();
@@ -153,6 +155,9 @@ void sweep_calls(MPI_Comm comm, const std::string &algo, Case c, Tally &tally)
             if (again == NBR_SUCCESS) {
                 EXPECT_TRUE(r.check(run)) << where << ": the run after it";
             }
+            nbr_shim_count_live(&live_after);
+            EXPECT_EQ(live_after.requests, live_before.requests)
+                << where << ": MPI requests left behind";
             if (any_rank(::testing::Test::HasFailure()))
                 break;
         }
