@@ -12,8 +12,10 @@ extern "C" {
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -782,6 +784,161 @@ TEST(RsmiProbe, RealBackendAnswersCleanly)
         EXPECT_STRNE(x.message, "");
         EXPECT_EQ(x.m.gpus, nullptr);
     }
+}
+
+// ------------------------------------------------------------ probe faults
+//
+// Every rocm_smi call the probe makes fails in turn (the N-th call of any
+// kind, for every N a clean probe makes): the probe must return an error
+// with rocm_smi's text and no model, except that a failed bandwidth query
+// leaves that pair's bandwidth unknown (rocm_smi answers it only for some
+// pairs) and the model stands; and it shuts down every rocm_smi it started
+// (the sanitizer pass checks that nothing leaks).
+
+struct FailingRsmi {
+    FakeRsmi fake;
+    nbr_rsmi_api_t inner = fake.api();
+    long calls = 0, fail_at = 0;
+    bool failed_bandwidth = false; // the failed call was rsmi_minmax_bandwidth_get
+
+    static FailingRsmi *self(void *c) { return static_cast<FailingRsmi *>(c); }
+    bool fails() { return ++calls == fail_at; }
+    static int init(void *c)
+    {
+        return self(c)->fails() ? 8 : self(c)->inner.init(self(c)->inner.context);
+    }
+    static void shut_down(void *c) { self(c)->inner.shut_down(self(c)->inner.context); }
+    static int num_devices(void *c, uint32_t *n)
+    {
+        return self(c)->fails() ? 2 : self(c)->inner.num_devices(self(c)->inner.context, n);
+    }
+    static int pci_id(void *c, uint32_t dev, uint64_t *bdfid)
+    {
+        return self(c)->fails() ? 2 : self(c)->inner.pci_id(self(c)->inner.context, dev, bdfid);
+    }
+    static int numa_node(void *c, uint32_t dev, int32_t *numa)
+    {
+        return self(c)->fails() ? 2 : self(c)->inner.numa_node(self(c)->inner.context, dev, numa);
+    }
+    static int link_type(void *c, uint32_t a, uint32_t b, uint64_t *hops, int *is_xgmi)
+    {
+        return self(c)->fails() ? 2
+                                : self(c)->inner.link_type(self(c)->inner.context, a, b, hops,
+                                                           is_xgmi);
+    }
+    static int link_weight(void *c, uint32_t a, uint32_t b, uint64_t *weight)
+    {
+        return self(c)->fails() ? 2
+                                : self(c)->inner.link_weight(self(c)->inner.context, a, b, weight);
+    }
+    static int minmax(void *c, uint32_t a, uint32_t b, uint64_t *lo, uint64_t *hi)
+    {
+        if (self(c)->calls + 1 == self(c)->fail_at)
+            self(c)->failed_bandwidth = true;
+        return self(c)->fails() ? 2
+                                : self(c)->inner.minmax_bandwidth(self(c)->inner.context, a, b,
+                                                                  lo, hi);
+    }
+    nbr_rsmi_api_t api()
+    {
+        nbr_rsmi_api_t t = inner;
+        t.context = this;
+        t.init = init;
+        t.shut_down = shut_down;
+        t.num_devices = num_devices;
+        t.pci_id = pci_id;
+        t.numa_node = numa_node;
+        t.link_type = link_type;
+        t.link_weight = link_weight;
+        t.minmax_bandwidth = minmax;
+        return t;
+    }
+};
+
+TEST(ProbeFaults, EveryFailedRocmSmiCallEndsInAnError)
+{
+    long total = 0;
+    {
+        FailingRsmi clean;
+        Model x;
+        nbr_rsmi_api_t t = clean.api();
+        const nbr_topo_thresholds_t th = defaults();
+        ASSERT_EQ(nbr_model_from_rsmi(&t, &th, &x.m, x.message, sizeof x.message),
+                  NBR_SUCCESS)
+            << x.message;
+        total = clean.calls;
+    }
+    ASSERT_GT(total, 8);
+    long bandwidth = 0;
+    for (long n = 1; n <= total; n++) {
+        FailingRsmi f;
+        f.fail_at = n;
+        Model x;
+        nbr_rsmi_api_t t = f.api();
+        const nbr_topo_thresholds_t th = defaults();
+        const int rc = nbr_model_from_rsmi(&t, &th, &x.m, x.message, sizeof x.message);
+        EXPECT_EQ(f.fake.inits, f.fake.shut_downs)
+            << "call " << n << ": a started rocm_smi was not shut down";
+        if (f.failed_bandwidth) {
+            EXPECT_EQ(rc, NBR_SUCCESS) << "call " << n << " (bandwidth): " << x.message;
+            EXPECT_NE(x.m.gpus, nullptr) << "call " << n << " (bandwidth): no model";
+            bandwidth++;
+            continue;
+        }
+        EXPECT_TRUE(rc == NBR_ERR_UNSUPPORTED || rc == NBR_ERR_IO)
+            << "call " << n << " of " << total << " failed: " << nbr_error_string(rc);
+        EXPECT_NE(std::string(x.message).find("fake"), std::string::npos)
+            << "call " << n << ": rocm_smi's text is not in the message: " << x.message;
+        EXPECT_EQ(x.m.gpus, nullptr) << "call " << n << ": a model came back with an error";
+    }
+    EXPECT_GT(bandwidth, 0);
+    std::printf("[ probe    ] %ld rocm_smi calls, each failed in turn: %ld errors, %ld failed "
+                "bandwidth queries left a model\n",
+                total, total - bandwidth, bandwidth);
+}
+
+// Every file of the fake KFD tree goes missing in turn, then holds garbage:
+// the probe returns an error that says why, or a model (some files are
+// not needed); it never crashes or leaks (sanitizer pass).
+TEST(ProbeFaults, EveryMissingOrBrokenKfdFileEndsInAnErrorOrAModel)
+{
+    const fs::path root = fs::temp_directory_path() /
+                          ("nbr-kfd-faults-" + std::to_string(static_cast<long>(getpid())));
+    fs::remove_all(root);
+    fs::copy(frontier_tree, root, fs::copy_options::recursive);
+    std::vector<fs::path> files;
+    for (const auto &e : fs::recursive_directory_iterator(root))
+        if (e.is_regular_file())
+            files.push_back(e.path());
+    ASSERT_GT(files.size(), 100u);
+    long errors = 0, models = 0;
+    for (const fs::path &file : files) {
+        std::ifstream in(file, std::ios::binary);
+        const std::string saved((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+        in.close();
+        for (int how = 0; how < 2; how++) {
+            if (how == 0) {
+                fs::remove(file);
+            } else {
+                std::ofstream(file, std::ios::trunc) << "x y z\n-1\n";
+            }
+            Model x;
+            const int rc = from_kfd(root.string(), x);
+            const std::string what = file.string() + (how == 0 ? " missing" : " broken");
+            if (rc == NBR_SUCCESS) {
+                EXPECT_NE(x.m.gpus, nullptr) << what << ": success without a model";
+                models++;
+            } else {
+                EXPECT_GT(std::strlen(x.message), 0u) << what << ": an error without a reason";
+                errors++;
+            }
+            std::ofstream(file, std::ios::binary | std::ios::trunc) << saved;
+        }
+    }
+    fs::remove_all(root);
+    std::printf("[ probe    ] %zu KFD files, each missing then broken: %ld errors, %ld models\n",
+                files.size(), errors, models);
 }
 
 } // namespace
