@@ -31,6 +31,99 @@ const nbr_device_backend_t *nbr_device_backend_cuda(void)
 }
 #endif
 
+/* ------------------------------------------------ fault injection (tests) */
+
+static const nbr_device_backend_t *wrapped; /* what the counting layer calls */
+static nbr_device_backend_t counting;
+static long fault_counts[NBR_DEVICE_NUM_CALLS];
+static int fault_call = -1, fault_fired;
+static long fault_nth;
+
+void nbr_device_fault_arm(nbr_device_call_t call, long nth)
+{
+    memset(fault_counts, 0, sizeof fault_counts);
+    fault_call = nth > 0 ? (int)call : -1;
+    fault_nth = nth;
+    fault_fired = 0;
+}
+
+long nbr_device_fault_calls(nbr_device_call_t call)
+{
+    return call >= 0 && call < NBR_DEVICE_NUM_CALLS ? fault_counts[call] : 0;
+}
+
+int nbr_device_fault_fired(void)
+{
+    return fault_fired;
+}
+
+static int fails(nbr_device_call_t call)
+{
+    if (++fault_counts[call] != fault_nth || (int)call != fault_call)
+        return 0;
+    fault_fired = 1;
+    NBR_ERROR("device: injected failure of call %ld of kind %d", fault_nth, (int)call);
+    return 1;
+}
+
+static int f_pointer_kind(const void *ptr, nbr_mem_kind_t *kind, int *device)
+{
+    return fails(NBR_DEVICE_CALL_POINTER_KIND) ? NBR_ERR_DEVICE
+                                               : wrapped->pointer_kind(ptr, kind, device);
+}
+static int f_mem_alloc(void **ptr, size_t bytes)
+{
+    return fails(NBR_DEVICE_CALL_MEM_ALLOC) ? NBR_ERR_DEVICE : wrapped->mem_alloc(ptr, bytes);
+}
+static int f_host_alloc(void **ptr, size_t bytes)
+{
+    return fails(NBR_DEVICE_CALL_HOST_ALLOC) ? NBR_ERR_DEVICE : wrapped->host_alloc(ptr, bytes);
+}
+static int f_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset)
+{
+    return fails(NBR_DEVICE_CALL_IPC_GET) ? NBR_ERR_DEVICE : wrapped->ipc_get(ptr, handle, offset);
+}
+static int f_ipc_open(const nbr_ipc_handle_t *handle, void **base)
+{
+    return fails(NBR_DEVICE_CALL_IPC_OPEN) ? NBR_ERR_DEVICE : wrapped->ipc_open(handle, base);
+}
+static int f_stream_create(nbr_dev_stream_t **stream)
+{
+    return fails(NBR_DEVICE_CALL_STREAM_CREATE) ? NBR_ERR_DEVICE : wrapped->stream_create(stream);
+}
+static int f_copy(nbr_dev_stream_t *stream, const nbr_copy_t *copies, int n, uint64_t *ticket)
+{
+    return fails(NBR_DEVICE_CALL_COPY) ? NBR_ERR_DEVICE : wrapped->copy(stream, copies, n, ticket);
+}
+static int f_progress(nbr_dev_stream_t *stream, uint64_t *done)
+{
+    return fails(NBR_DEVICE_CALL_PROGRESS) ? NBR_ERR_DEVICE : wrapped->progress(stream, done);
+}
+static int f_synchronize(nbr_dev_stream_t *stream)
+{
+    return fails(NBR_DEVICE_CALL_SYNCHRONIZE) ? NBR_ERR_DEVICE : wrapped->synchronize(stream);
+}
+
+/* The counting layer over backend (NBR_DEVICE_FAULTS=1). */
+static const nbr_device_backend_t *with_faults(const nbr_device_backend_t *backend)
+{
+    const char *on = getenv("NBR_DEVICE_FAULTS");
+    if (!backend || !on || strcmp(on, "1") != 0)
+        return backend;
+    wrapped = backend;
+    counting = *backend;
+    counting.pointer_kind = f_pointer_kind;
+    counting.mem_alloc = f_mem_alloc;
+    counting.host_alloc = f_host_alloc;
+    counting.ipc_get = f_ipc_get;
+    counting.ipc_open = f_ipc_open;
+    counting.stream_create = f_stream_create;
+    counting.copy = f_copy;
+    counting.progress = f_progress;
+    counting.synchronize = f_synchronize;
+    return &counting;
+}
+
 static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
 static const nbr_device_backend_t *chosen;
 static int choice_status = NBR_SUCCESS;
@@ -43,7 +136,7 @@ static int usable(const nbr_device_backend_t *backend)
 
 /* NBR_DEVICE, read once: the runtime a process uses cannot change under
  * buffers it already allocated. */
-static void choose(void)
+static void choose_backend(void)
 {
     const char *name = getenv("NBR_DEVICE");
     if (!name || !*name)
@@ -78,6 +171,12 @@ static void choose(void)
     } else {
         chosen = named;
     }
+}
+
+static void choose(void)
+{
+    choose_backend();
+    chosen = with_faults(chosen);
 }
 
 int nbr_device_current(const nbr_device_backend_t **backend)

@@ -96,6 +96,27 @@ int nbr_device_current(const nbr_device_backend_t **backend);
  * backend is in use or it cannot tell). */
 void nbr_device_current_pci(char *pci_bus_id, size_t len);
 
+/* Fault injection, for tests: with NBR_DEVICE_FAULTS=1 in the environment
+ * when the backend is chosen, every call below goes through a counting
+ * layer, and nbr_device_fault_arm makes the nth call of one kind from now
+ * fail with NBR_ERR_DEVICE (nth 0: none; the counts restart). Without the
+ * variable the layer is not there and these do nothing. */
+typedef enum nbr_device_call {
+    NBR_DEVICE_CALL_POINTER_KIND,
+    NBR_DEVICE_CALL_MEM_ALLOC,
+    NBR_DEVICE_CALL_HOST_ALLOC,
+    NBR_DEVICE_CALL_IPC_GET,
+    NBR_DEVICE_CALL_IPC_OPEN,
+    NBR_DEVICE_CALL_STREAM_CREATE,
+    NBR_DEVICE_CALL_COPY,
+    NBR_DEVICE_CALL_PROGRESS,
+    NBR_DEVICE_CALL_SYNCHRONIZE,
+    NBR_DEVICE_NUM_CALLS
+} nbr_device_call_t;
+void nbr_device_fault_arm(nbr_device_call_t call, long nth);
+long nbr_device_fault_calls(nbr_device_call_t call);
+int nbr_device_fault_fired(void);
+
 #ifdef __cplusplus
 }
 #endif

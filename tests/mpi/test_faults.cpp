@@ -16,6 +16,8 @@
 //    communicator made through MPI is left (counted by the shim).
 // Collective kinds fail on every rank (mpi_shim.h says why).
 #include <algorithm>
+#include <cstdlib>
+#include <functional>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "mpi_cases.h"
 #include "mpi_harness.h"
 #include "mpi_shim.h"
+#include "device/backend.h"
 
 using namespace nbrtest;
 
@@ -84,13 +87,47 @@ struct Tally {
 
 // Faults inside the collective calls of one communicator: every kind and
 // N for this algorithm and call form, added to tally.
-void sweep_calls(MPI_Comm comm, const std::string &algo, Case c, Tally &tally)
+// One kind of call that can be made to fail: an MPI call through the shim,
+// or a GPU runtime call through the device backend's counting layer
+// (NBR_DEVICE_FAULTS=1, device buffers).
+struct Injector {
+    std::string name;
+    std::function<void(long)> arm; // the nth call from now fails (0: none)
+    std::function<long()> calls;
+    std::function<bool()> fired;
+};
+
+std::vector<Injector> call_injectors()
 {
-    const int me = world_rank(), np = world_size();
     static const nbr_shim_call_t kinds[] = {
         NBR_SHIM_ISEND,     NBR_SHIM_IRECV,    NBR_SHIM_SEND_INIT, NBR_SHIM_RECV_INIT,
         NBR_SHIM_START,     NBR_SHIM_STARTALL, NBR_SHIM_WAIT,      NBR_SHIM_WAITALL,
         NBR_SHIM_TEST,      NBR_SHIM_TESTALL,  NBR_SHIM_IMPROBE,   NBR_SHIM_IMRECV};
+    std::vector<Injector> all;
+    for (nbr_shim_call_t k : kinds)
+        all.push_back({std::string("MPI_") + nbr_shim_name(k),
+                       [k](long n) { nbr_shim_arm(k, n); }, [k] { return nbr_shim_calls(k); },
+                       [] { return nbr_shim_fired() != 0; }});
+    const char *device = std::getenv("NBR_DEVICE_FAULTS");
+    static const char *const device_names[] = {"pointer_kind", "mem_alloc",     "host_alloc",
+                                               "ipc_get",      "ipc_open",      "stream_create",
+                                               "copy",         "progress",      "synchronize"};
+    for (int k = 0; device && std::string(device) == "1" && k < NBR_DEVICE_NUM_CALLS; ++k) {
+        const auto call = static_cast<nbr_device_call_t>(k);
+        all.push_back({std::string("device ") + device_names[k],
+                       [call](long n) { nbr_device_fault_arm(call, n); },
+                       [call] { return nbr_device_fault_calls(call); },
+                       [] { return nbr_device_fault_fired() != 0; }});
+    }
+    return all;
+}
+
+// Faults inside the collective calls of one communicator: every kind and
+// N for this algorithm and call form, added to tally.
+void sweep_calls(MPI_Comm comm, const std::string &algo, Case c, Tally &tally)
+{
+    const int me = world_rank(), np = world_size();
+    const std::vector<Injector> injectors = call_injectors();
     CaseRunner r(comm, c, algo);
     nbr_request_t req = NBR_REQUEST_NULL;
     if (c.variant == Variant::Persistent) {
@@ -101,19 +138,19 @@ void sweep_calls(MPI_Comm comm, const std::string &algo, Case c, Tally &tally)
     // this sweep's) and the calls of each kind counted.
     r.prepare(run);
     r.reference();
-    nbr_shim_arm(NBR_SHIM_ISEND, 0);
+    for (const Injector &in : injectors)
+        in.arm(0);
     EXPECT_EQ(run_once(r, c, &req), NBR_SUCCESS) << r.where() << ": clean run";
     std::vector<long> counted;
-    for (nbr_shim_call_t k : kinds)
-        counted.push_back(nbr_shim_calls(k));
-    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ++ki) {
-        const nbr_shim_call_t kind = kinds[ki];
+    for (const Injector &in : injectors)
+        counted.push_back(in.calls());
+    for (size_t ki = 0; ki < injectors.size(); ++ki) {
+        const Injector &in = injectors[ki];
         const int failing = static_cast<int>((ki + algo.size()) % static_cast<size_t>(np));
         const long calls = max_over_ranks(me == failing ? counted[ki] : 0);
         for (long n : sweep(calls)) {
-            const std::string where = r.where() + ": call " + std::to_string(n) + " to MPI_" +
-                                      nbr_shim_name(kind) + " fails on rank " +
-                                      std::to_string(failing);
+            const std::string where = r.where() + ": call " + std::to_string(n) + " to " +
+                                      in.name + " fails on rank " + std::to_string(failing);
             if (tracing() && me == 0)
                 note(where);
             nbr_shim_live_t live_before{}, live_after{};
@@ -121,10 +158,10 @@ void sweep_calls(MPI_Comm comm, const std::string &algo, Case c, Tally &tally)
             ++run;
             r.prepare(run);
             r.reference();
-            nbr_shim_arm(kind, me == failing ? n : 0);
+            in.arm(me == failing ? n : 0);
             const int rc = run_once(r, c, &req);
-            nbr_shim_disarm();
-            int fired = nbr_shim_fired();
+            int fired = in.fired();
+            in.arm(0);
             MPI_Bcast(&fired, 1, MPI_INT, failing, MPI_COMM_WORLD);
             // A failure mended by a retry where no rank could be told any
             // more (after the last vote of an engine run the call made)
