@@ -237,15 +237,15 @@ static void wait_pending(MPI_Request *requests, MPI_Status *statuses, int count)
             statuses[r].MPI_ERROR = PMPI_Wait(&requests[r], &statuses[r]);
 }
 
-/* After a phase completed: a receive that got a different byte count than
- * the plan expects means the two ranks disagree on type signatures. */
+/* After a phase completed (mpi_rc MPI_SUCCESS, or MPI_ERR_IN_STATUS with
+ * each request's code in its status): a receive that got a different byte
+ * count than the plan expects means the two ranks disagree on type
+ * signatures. */
 static int check_phase(nbr_mpi_exec_t *exec, int p, int mpi_rc)
 {
     const nbr_plan_t *plan = exec->core.plan;
     const nbr_phase_t *phase = &plan->phases[p];
     int count = plan->phase_first_message[p + 1] - plan->phase_first_message[p];
-    if (mpi_rc != MPI_SUCCESS && mpi_rc != MPI_ERR_IN_STATUS)
-        return nbr_mpi_failed("MPI_Waitall", mpi_rc);
     int rc = NBR_SUCCESS;
     for (int i = 0, r = 0; i < phase->num_ops && r < count; i++) {
         const nbr_op_t *op = &plan->ops[phase->first_op + i];
@@ -304,7 +304,7 @@ static int finish_phase(nbr_mpi_exec_t *exec, int blocking, int *finished)
     }
     exec->retried = 0;
     if (mpi_rc == MPI_ERR_IN_STATUS)
-        wait_pending(phase_requests(exec, p), exec->statuses, count);
+        wait_pending(requests, exec->statuses, count);
     int phase_rc = check_phase(exec, p, mpi_rc);
     if (phase_rc != NBR_SUCCESS && exec->persistent) {
         /* After an error MPI may have released a handle or left it unusable;

@@ -14,7 +14,7 @@
 /* ------------------------------------------------------------- hwloc */
 
 static hwloc_topology_t machine_topology;
-static int machine_status = NBR_ERR_UNSUPPORTED;
+static int machine_status; /* set by load_machine on every path */
 static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
 
 static void load_machine(void)
@@ -27,6 +27,7 @@ static void load_machine(void)
     if (hwloc_topology_load(machine_topology) != 0) {
         hwloc_topology_destroy(machine_topology);
         NBR_INFO("hwloc: could not load this machine's topology");
+        machine_status = NBR_ERR_UNSUPPORTED;
         return;
     }
     machine_status = NBR_SUCCESS;

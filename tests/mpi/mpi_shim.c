@@ -164,8 +164,9 @@ static void forget_completed(const MPI_Request *before, const MPI_Request *after
     int MPI_##fn params { return shim_##fn args; }                                 \
     int PMPI_##fn params { return shim_##fn args; }
 
-/* A call that makes one request. */
-#define REQUEST_MAKER(fn, kind, params, args, request, comm)                             \
+/* A call that makes one object of a kind counted in `set`; comm: the
+ * communicator a collective kind runs over (MPI_COMM_NULL otherwise). */
+#define MAKER(fn, kind, set, params, args, made, comm)                             \
     static int shim_##fn params                                                    \
     {                                                                              \
         REAL(fn);                                                                  \
@@ -173,10 +174,14 @@ static void forget_completed(const MPI_Request *before, const MPI_Request *after
             return MPI_ERR_OTHER;                                                  \
         int rc = real_ args;                                                       \
         if (rc == MPI_SUCCESS)                                                     \
-            ADD(live_requests, *(request));                                        \
+            ADD(set, *(made));                                                     \
         return rc;                                                                 \
     }                                                                              \
     BOTH_NAMES(fn, params, args)
+
+/* A call that makes one request. */
+#define REQUEST_MAKER(fn, kind, params, args, request, comm)                       \
+    MAKER(fn, kind, live_requests, params, args, request, comm)
 
 REQUEST_MAKER(Isend, NBR_SHIM_ISEND,
               (const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
@@ -300,20 +305,6 @@ static int shim_Request_free(MPI_Request *request)
     return rc;
 }
 BOTH_NAMES(Request_free, (MPI_Request *request), (request))
-
-/* A call that makes one object of a kind counted in `set`. */
-#define MAKER(fn, kind, set, params, args, made, comm)                                   \
-    static int shim_##fn params                                                    \
-    {                                                                              \
-        REAL(fn);                                                                  \
-        if (fails(kind, comm))                                                       \
-            return MPI_ERR_OTHER;                                                  \
-        int rc = real_ args;                                                       \
-        if (rc == MPI_SUCCESS)                                                     \
-            ADD(set, *(made));                                                     \
-        return rc;                                                                 \
-    }                                                                              \
-    BOTH_NAMES(fn, params, args)
 
 /* A call that frees one object of a kind counted in `set`. */
 #define FREER(fn, set, type)                                                       \

@@ -59,7 +59,8 @@ void nbr_shim_disarm(void);
 void nbr_shim_pause(int pause);
 /* Calls of this kind since the last nbr_shim_arm. */
 long nbr_shim_calls(nbr_shim_call_t call);
-/* Whether the armed failure happened. */
+/* Whether the armed failure happened. With NBR_SHIM_TRACE set, the
+ * failing call prints its stack to stderr (where a failure lands). */
 int nbr_shim_fired(void);
 
 /* Objects made through the wrapped calls and not yet freed. Requests:

@@ -81,6 +81,16 @@ int run_once(CaseRunner &r, const Case &c, nbr_request_t *req)
     }
 }
 
+// Every request, datatype and communicator made since `before` is freed.
+void expect_nothing_left(const nbr_shim_live_t &before)
+{
+    nbr_shim_live_t after{};
+    nbr_shim_count_live(&after);
+    EXPECT_EQ(after.requests, before.requests) << "requests left";
+    EXPECT_EQ(after.datatypes, before.datatypes) << "datatypes left";
+    EXPECT_EQ(after.comms, before.comms) << "communicators left";
+}
+
 struct Tally {
     long points = 0, mended = 0, failing_rank_errors = 0, other_errors = 0, other_right = 0;
 };
@@ -213,7 +223,7 @@ TEST_F(Faults, CollectiveCallsEndInErrorsOrRightResults)
     ASSERT_EQ(make_graph(spec, world_size(), &g), NBR_SUCCESS);
     static const size_t sizes[] = {64, 128 * 1024}; // eager and rendezvous
     Tally tally;
-    nbr_shim_live_t before{}, after{};
+    nbr_shim_live_t before{};
     nbr_shim_count_live(&before);
     for (const std::string &algo : algorithm_names()) {
         for (size_t bytes : sizes)
@@ -235,10 +245,7 @@ TEST_F(Faults, CollectiveCallsEndInErrorsOrRightResults)
         if (any_rank(HasFailure()))
             break;
     }
-    nbr_shim_count_live(&after);
-    EXPECT_EQ(after.requests, before.requests) << "requests left";
-    EXPECT_EQ(after.datatypes, before.datatypes) << "datatypes left";
-    EXPECT_EQ(after.comms, before.comms) << "communicators left";
+    expect_nothing_left(before);
     nbr_graph_free(&g);
     long sums[5] = {tally.points, tally.mended, tally.failing_rank_errors, tally.other_errors,
                     tally.other_right};
@@ -268,7 +275,7 @@ TEST_F(Faults, SetUpEndsWithTheSameStatusOnEveryRank)
         NBR_SHIM_TEST,      NBR_SHIM_IALLREDUCE, NBR_SHIM_ALLREDUCE, NBR_SHIM_ALLGATHER,
         NBR_SHIM_BCAST,     NBR_SHIM_COMM_DUP,  NBR_SHIM_COMM_SPLIT, NBR_SHIM_COMM_SPLIT_TYPE};
     long points = 0, all_failed = 0, all_passed = 0;
-    nbr_shim_live_t before{}, after{};
+    nbr_shim_live_t before{};
     nbr_shim_count_live(&before);
     for (const std::string &algo : algorithm_names()) {
         Case c;
@@ -339,10 +346,7 @@ TEST_F(Faults, SetUpEndsWithTheSameStatusOnEveryRank)
         if (any_rank(HasFailure()))
             break;
     }
-    nbr_shim_count_live(&after);
-    EXPECT_EQ(after.requests, before.requests) << "requests left";
-    EXPECT_EQ(after.datatypes, before.datatypes) << "datatypes left";
-    EXPECT_EQ(after.comms, before.comms) << "communicators left";
+    expect_nothing_left(before);
     nbr_graph_free(&g);
     if (me == 0)
         std::printf("[ faults   ] %ld faults in set-up and first calls: %ld failed on every "

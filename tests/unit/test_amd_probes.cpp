@@ -166,6 +166,10 @@ struct FakeRsmi {
     int init_status = 0, fail_weight_status = 0, fail_bandwidth_status = 0, fail_pci_status = 0;
     int inits = 0, shut_downs = 0;
     bool cpu_link_xgmi = true; // Frontier: the GPU-CPU links are Infinity Fabric
+    // Fault sweep: the fail_at-th call of any kind (shut_down aside) fails.
+    long calls = 0, fail_at = 0;
+    bool failed_bandwidth = false; // it was rsmi_minmax_bandwidth_get
+    bool fails() { return ++calls == fail_at; }
 
     FakeRsmi()
     {
@@ -182,17 +186,23 @@ struct FakeRsmi {
     static FakeRsmi *self(void *c) { return static_cast<FakeRsmi *>(c); }
     static int init(void *c)
     {
+        if (self(c)->fails())
+            return 8;
         self(c)->inits++;
         return self(c)->init_status;
     }
     static void shut_down(void *c) { self(c)->shut_downs++; }
     static int num_devices(void *c, uint32_t *n)
     {
+        if (self(c)->fails())
+            return 2;
         *n = (uint32_t)self(c)->gcd_of.size();
         return 0;
     }
     static int pci_id(void *c, uint32_t dev, uint64_t *bdfid)
     {
+        if (self(c)->fails())
+            return 2;
         if (self(c)->fail_pci_status)
             return self(c)->fail_pci_status;
         *bdfid = (uint64_t)self(c)->bus.at(self(c)->gcd(dev)) << 8;
@@ -200,6 +210,8 @@ struct FakeRsmi {
     }
     static int numa_node(void *c, uint32_t dev, int32_t *numa)
     {
+        if (self(c)->fails())
+            return 2;
         *numa = self(c)->numa.at(self(c)->gcd(dev));
         return 0;
     }
@@ -208,6 +220,8 @@ struct FakeRsmi {
     static int link_type(void *c, uint32_t a, uint32_t b, uint64_t *hops, int *is_xgmi)
     {
         FakeRsmi *f = self(c);
+        if (f->fails())
+            return 2;
         if (f->xgmi[{f->gcd(a), f->gcd(b)}]) {
             *hops = 1;
             *is_xgmi = 1;
@@ -219,6 +233,8 @@ struct FakeRsmi {
     }
     static int link_weight(void *c, uint32_t a, uint32_t b, uint64_t *weight)
     {
+        if (self(c)->fails())
+            return 2;
         if (self(c)->fail_weight_status)
             return self(c)->fail_weight_status;
         *weight = 15 * (uint64_t)self(c)->hops[{self(c)->gcd(a), self(c)->gcd(b)}];
@@ -226,6 +242,10 @@ struct FakeRsmi {
     }
     static int minmax(void *c, uint32_t a, uint32_t b, uint64_t *min_mbps, uint64_t *max_mbps)
     {
+        if (self(c)->fails()) {
+            self(c)->failed_bandwidth = true;
+            return 2;
+        }
         if (self(c)->fail_bandwidth_status)
             return self(c)->fail_bandwidth_status;
         int n = self(c)->links[{self(c)->gcd(a), self(c)->gcd(b)}];
@@ -795,89 +815,23 @@ TEST(RsmiProbe, RealBackendAnswersCleanly)
 // pairs) and the model stands; and it shuts down every rocm_smi it started
 // (the sanitizer pass checks that nothing leaks).
 
-struct FailingRsmi {
-    FakeRsmi fake;
-    nbr_rsmi_api_t inner = fake.api();
-    long calls = 0, fail_at = 0;
-    bool failed_bandwidth = false; // the failed call was rsmi_minmax_bandwidth_get
-
-    static FailingRsmi *self(void *c) { return static_cast<FailingRsmi *>(c); }
-    bool fails() { return ++calls == fail_at; }
-    static int init(void *c)
-    {
-        return self(c)->fails() ? 8 : self(c)->inner.init(self(c)->inner.context);
-    }
-    static void shut_down(void *c) { self(c)->inner.shut_down(self(c)->inner.context); }
-    static int num_devices(void *c, uint32_t *n)
-    {
-        return self(c)->fails() ? 2 : self(c)->inner.num_devices(self(c)->inner.context, n);
-    }
-    static int pci_id(void *c, uint32_t dev, uint64_t *bdfid)
-    {
-        return self(c)->fails() ? 2 : self(c)->inner.pci_id(self(c)->inner.context, dev, bdfid);
-    }
-    static int numa_node(void *c, uint32_t dev, int32_t *numa)
-    {
-        return self(c)->fails() ? 2 : self(c)->inner.numa_node(self(c)->inner.context, dev, numa);
-    }
-    static int link_type(void *c, uint32_t a, uint32_t b, uint64_t *hops, int *is_xgmi)
-    {
-        return self(c)->fails() ? 2
-                                : self(c)->inner.link_type(self(c)->inner.context, a, b, hops,
-                                                           is_xgmi);
-    }
-    static int link_weight(void *c, uint32_t a, uint32_t b, uint64_t *weight)
-    {
-        return self(c)->fails() ? 2
-                                : self(c)->inner.link_weight(self(c)->inner.context, a, b, weight);
-    }
-    static int minmax(void *c, uint32_t a, uint32_t b, uint64_t *lo, uint64_t *hi)
-    {
-        if (self(c)->calls + 1 == self(c)->fail_at)
-            self(c)->failed_bandwidth = true;
-        return self(c)->fails() ? 2
-                                : self(c)->inner.minmax_bandwidth(self(c)->inner.context, a, b,
-                                                                  lo, hi);
-    }
-    nbr_rsmi_api_t api()
-    {
-        nbr_rsmi_api_t t = inner;
-        t.context = this;
-        t.init = init;
-        t.shut_down = shut_down;
-        t.num_devices = num_devices;
-        t.pci_id = pci_id;
-        t.numa_node = numa_node;
-        t.link_type = link_type;
-        t.link_weight = link_weight;
-        t.minmax_bandwidth = minmax;
-        return t;
-    }
-};
-
 TEST(ProbeFaults, EveryFailedRocmSmiCallEndsInAnError)
 {
     long total = 0;
     {
-        FailingRsmi clean;
+        FakeRsmi clean;
         Model x;
-        nbr_rsmi_api_t t = clean.api();
-        const nbr_topo_thresholds_t th = defaults();
-        ASSERT_EQ(nbr_model_from_rsmi(&t, &th, &x.m, x.message, sizeof x.message),
-                  NBR_SUCCESS)
-            << x.message;
+        ASSERT_EQ(clean.probe(x), NBR_SUCCESS) << x.message;
         total = clean.calls;
     }
     ASSERT_GT(total, 8);
     long bandwidth = 0;
     for (long n = 1; n <= total; n++) {
-        FailingRsmi f;
+        FakeRsmi f;
         f.fail_at = n;
         Model x;
-        nbr_rsmi_api_t t = f.api();
-        const nbr_topo_thresholds_t th = defaults();
-        const int rc = nbr_model_from_rsmi(&t, &th, &x.m, x.message, sizeof x.message);
-        EXPECT_EQ(f.fake.inits, f.fake.shut_downs)
+        const int rc = f.probe(x);
+        EXPECT_EQ(f.inits, f.shut_downs)
             << "call " << n << ": a started rocm_smi was not shut down";
         if (f.failed_bandwidth) {
             EXPECT_EQ(rc, NBR_SUCCESS) << "call " << n << " (bandwidth): " << x.message;
