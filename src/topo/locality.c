@@ -219,7 +219,7 @@ static int my_facts(const nbr_locality_options_t *options, const nbr_node_model_
         socket = local_rank / options->ranks_per_socket;
     } else if (from_file) {
         socket = nbr_block_socket(local_rank, local_size, model->num_sockets); /* a modelled machine */
-    } else if (nbr_host_place(&host) == NBR_SUCCESS) {
+    } else if (nbr_probe_host_place(&host) == NBR_SUCCESS) {
         socket = host.socket >= 0 ? host.socket : 0;
         if (numa < 0)
             numa = host.numa;

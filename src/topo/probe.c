@@ -13,18 +13,29 @@
 
 /* ------------------------------------------------------------- hwloc */
 
+static pthread_mutex_t machine_lock = PTHREAD_MUTEX_INITIALIZER;
 static hwloc_topology_t machine_topology;
-static int machine_status; /* set by load_machine on every path */
-static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
+static int machine_status; /* of the load; meaningful once machine_loaded */
+static int machine_loaded;
+
+/* Fault injection for tests (nbr_probe_hwloc_fail_at): every hwloc call
+ * that can fail is counted, and the armed one fails as hwloc would. */
+static long hwloc_fail_at, hwloc_calls;
+
+static int hwloc_fails(void)
+{
+    return ++hwloc_calls == hwloc_fail_at;
+}
 
 static void load_machine(void)
 {
-    if (hwloc_topology_init(&machine_topology) != 0) {
+    machine_loaded = 1;
+    if (hwloc_fails() || hwloc_topology_init(&machine_topology) != 0) {
         machine_status = NBR_ERR_NOMEM;
         return;
     }
     hwloc_topology_set_io_types_filter(machine_topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(machine_topology) != 0) {
+    if (hwloc_fails() || hwloc_topology_load(machine_topology) != 0) {
         hwloc_topology_destroy(machine_topology);
         NBR_INFO("hwloc: could not load this machine's topology");
         machine_status = NBR_ERR_UNSUPPORTED;
@@ -40,15 +51,18 @@ static void load_machine(void)
  * a load per communicator turned into a leak. */
 static int load_hwloc(hwloc_topology_t *topology)
 {
-    if (pthread_once(&machine_once, load_machine) != 0)
-        return NBR_ERR_INTERNAL;
+    pthread_mutex_lock(&machine_lock);
+    if (!machine_loaded)
+        load_machine();
+    int rc = machine_status;
+    pthread_mutex_unlock(&machine_lock);
     *topology = machine_topology;
-    return machine_status;
+    return rc;
 }
 
 static int count_of(hwloc_topology_t topology, hwloc_obj_type_t type)
 {
-    int n = hwloc_get_nbobjs_by_type(topology, type);
+    int n = hwloc_fails() ? -1 : hwloc_get_nbobjs_by_type(topology, type);
     return n > 0 ? n : 1;
 }
 
@@ -56,7 +70,7 @@ static int count_of(hwloc_topology_t topology, hwloc_obj_type_t type)
 static hwloc_obj_t enclosing(hwloc_topology_t topology, hwloc_const_cpuset_t set,
                              hwloc_obj_type_t type)
 {
-    hwloc_obj_t obj = hwloc_get_obj_covering_cpuset(topology, set);
+    hwloc_obj_t obj = hwloc_fails() ? NULL : hwloc_get_obj_covering_cpuset(topology, set);
     while (obj && obj->type != type)
         obj = obj->parent;
     return obj;
@@ -64,13 +78,14 @@ static hwloc_obj_t enclosing(hwloc_topology_t topology, hwloc_const_cpuset_t set
 
 static int numa_of_cpuset(hwloc_topology_t topology, hwloc_const_cpuset_t set)
 {
-    hwloc_obj_t numa = hwloc_get_next_obj_covering_cpuset_by_type(topology, set,
-                                                                  HWLOC_OBJ_NUMANODE, NULL);
+    hwloc_obj_t numa = hwloc_fails() ? NULL
+                                     : hwloc_get_next_obj_covering_cpuset_by_type(
+                                           topology, set, HWLOC_OBJ_NUMANODE, NULL);
     /* covering: the only NUMA domain whose CPUs include all of set */
     return numa && hwloc_bitmap_isincluded(set, numa->cpuset) ? (int)numa->logical_index : -1;
 }
 
-static int probe_host_place(nbr_host_place_t *place)
+static int read_host_place(nbr_host_place_t *place)
 {
     hwloc_topology_t topology;
     int rc = load_hwloc(&topology);
@@ -80,12 +95,13 @@ static int probe_host_place(nbr_host_place_t *place)
     place->num_numa = count_of(topology, HWLOC_OBJ_NUMANODE);
     place->socket = place->numa = -1;
     place->bound = 0;
-    hwloc_cpuset_t set = hwloc_bitmap_alloc();
-    if (set && hwloc_get_cpubind(topology, set, HWLOC_CPUBIND_PROCESS) == 0) {
+    hwloc_cpuset_t set = hwloc_fails() ? NULL : hwloc_bitmap_alloc();
+    if (set && !hwloc_fails() && hwloc_get_cpubind(topology, set, HWLOC_CPUBIND_PROCESS) == 0) {
         hwloc_obj_t package = enclosing(topology, set, HWLOC_OBJ_PACKAGE);
         place->bound = package != NULL;
         /* Not bound to one socket: where it runs now is the best guess. */
-        if (!package && hwloc_get_last_cpu_location(topology, set, HWLOC_CPUBIND_PROCESS) == 0)
+        if (!package && !hwloc_fails() &&
+            hwloc_get_last_cpu_location(topology, set, HWLOC_CPUBIND_PROCESS) == 0)
             package = enclosing(topology, set, HWLOC_OBJ_PACKAGE);
         if (package)
             place->socket = (int)package->logical_index;
@@ -95,21 +111,44 @@ static int probe_host_place(nbr_host_place_t *place)
     return NBR_SUCCESS;
 }
 
-int nbr_host_place(nbr_host_place_t *place)
+/* A lazily initialised cache: this process does not move between
+ * machines, and hwloc's load is not free. */
+static pthread_mutex_t place_lock = PTHREAD_MUTEX_INITIALIZER;
+static nbr_host_place_t place_cached;
+static int place_state; /* 0 unknown, 1 cached, -1 failed */
+
+int nbr_probe_host_place(nbr_host_place_t *place)
 {
-    /* A lazily initialised cache: this process does not move between
-     * machines, and hwloc's load is not free. */
-    static nbr_host_place_t cached;
-    static int state = 0; /* 0 unknown, 1 cached, -1 failed */
-    if (state == 0) {
-        int rc = probe_host_place(&cached);
-        state = rc == NBR_SUCCESS ? 1 : -1;
-        if (rc != NBR_SUCCESS) {
-            cached = (nbr_host_place_t){1, 1, -1, -1, 0};
-        }
+    pthread_mutex_lock(&place_lock);
+    if (place_state == 0) {
+        int rc = read_host_place(&place_cached);
+        place_state = rc == NBR_SUCCESS ? 1 : -1;
+        if (rc != NBR_SUCCESS)
+            place_cached = (nbr_host_place_t){1, 1, -1, -1, 0};
     }
-    *place = cached;
+    *place = place_cached;
+    int state = place_state;
+    pthread_mutex_unlock(&place_lock);
     return state == 1 ? NBR_SUCCESS : NBR_ERR_UNSUPPORTED;
+}
+
+void nbr_probe_hwloc_fail_at(long n)
+{
+    pthread_mutex_lock(&place_lock);
+    pthread_mutex_lock(&machine_lock);
+    if (machine_loaded && machine_status == NBR_SUCCESS)
+        hwloc_topology_destroy(machine_topology);
+    machine_loaded = 0;
+    place_state = 0;
+    hwloc_fail_at = n;
+    hwloc_calls = 0;
+    pthread_mutex_unlock(&machine_lock);
+    pthread_mutex_unlock(&place_lock);
+}
+
+long nbr_probe_hwloc_calls(void)
+{
+    return hwloc_calls;
 }
 
 /* Sockets, NUMA domains and each GPU's NUMA domain from hwloc. */
@@ -122,10 +161,11 @@ static void add_cpu_side(nbr_node_model_t *model)
     model->num_numa = count_of(topology, HWLOC_OBJ_NUMANODE);
     for (int g = 0; g < model->num_gpus; g++) {
         nbr_gpu_info_t *gpu = &model->gpus[g];
-        hwloc_obj_t pci = gpu->pci_bus_id[0]
+        hwloc_obj_t pci = gpu->pci_bus_id[0] && !hwloc_fails()
                               ? hwloc_get_pcidev_by_busidstring(topology, gpu->pci_bus_id)
                               : NULL;
-        hwloc_obj_t parent = pci ? hwloc_get_non_io_ancestor_obj(topology, pci) : NULL;
+        hwloc_obj_t parent =
+            pci && !hwloc_fails() ? hwloc_get_non_io_ancestor_obj(topology, pci) : NULL;
         if (parent && parent->cpuset)
             gpu->numa_node = numa_of_cpuset(topology, parent->cpuset);
         if (gpu->numa_node >= model->num_numa)

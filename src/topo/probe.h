@@ -29,6 +29,13 @@ typedef struct nbr_host_place {
     int bound;                 /* 1 when bound inside one socket */
 } nbr_host_place_t;
 
-int nbr_host_place(nbr_host_place_t *place);
+int nbr_probe_host_place(nbr_host_place_t *place);
+
+/* Tests: drops the cached topology and place (the next probe loads hwloc
+ * again) and makes the n-th hwloc call that can fail fail from now on, as
+ * hwloc would fail it (0: none). nbr_probe_hwloc_calls: such calls made
+ * since. */
+void nbr_probe_hwloc_fail_at(long n);
+long nbr_probe_hwloc_calls(void);
 
 #endif

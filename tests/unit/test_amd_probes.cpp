@@ -4,6 +4,7 @@
 #include <nbrcoll.h>
 extern "C" {
 #include "topo/kfd.h"
+#include "topo/probe.h"
 #include "topo/rsmi.h"
 #include "topo/topology.h"
 }
@@ -893,6 +894,52 @@ TEST(ProbeFaults, EveryMissingOrBrokenKfdFileEndsInAnErrorOrAModel)
     fs::remove_all(root);
     std::printf("[ probe    ] %zu KFD files, each missing then broken: %ld errors, %ld models\n",
                 files.size(), errors, models);
+}
+
+// hwloc: every call of the probe that can fail (the topology's load
+// included) fails in turn, as hwloc fails it. The CPU side is the probe's
+// best effort: every time the GPU model still comes back whole, with
+// socket and NUMA counts of at least one and every GPU's NUMA domain inside
+// them, and the host place is this machine's or the stated fallback.
+TEST(ProbeFaults, EveryFailedHwlocCallLeavesAModel)
+{
+    const nbr_probe_options_t options{nullptr, frontier_tree.c_str()};
+    long total = 0;
+    std::string clean_text;
+    {
+        nbr_probe_hwloc_fail_at(0);
+        Model x;
+        nbr_host_place_t place{};
+        ASSERT_EQ(nbr_probe_node(&options, &x.m), NBR_SUCCESS);
+        ASSERT_EQ(nbr_probe_host_place(&place), NBR_SUCCESS);
+        total = nbr_probe_hwloc_calls();
+        clean_text = x.text();
+    }
+    ASSERT_GT(total, 4);
+    long degraded = 0, unplaced = 0;
+    for (long n = 1; n <= total; n++) {
+        nbr_probe_hwloc_fail_at(n);
+        Model x;
+        nbr_host_place_t place{};
+        const std::string what = "hwloc call " + std::to_string(n) + " of " + std::to_string(total);
+        ASSERT_EQ(nbr_probe_node(&options, &x.m), NBR_SUCCESS) << what;
+        const int placed = nbr_probe_host_place(&place);
+        EXPECT_EQ(x.m.num_gpus, 8) << what;
+        EXPECT_GE(x.m.num_sockets, 1) << what;
+        EXPECT_GE(x.m.num_numa, 1) << what;
+        for (int g = 0; g < x.m.num_gpus; g++)
+            EXPECT_LT(x.m.gpus[g].numa_node, x.m.num_numa) << what << ": GCD " << g;
+        EXPECT_TRUE(placed == NBR_SUCCESS || placed == NBR_ERR_UNSUPPORTED) << what;
+        EXPECT_GE(place.num_sockets, 1) << what;
+        EXPECT_LT(place.socket, place.num_sockets) << what;
+        EXPECT_LT(place.numa, place.num_numa) << what;
+        degraded += x.text() != clean_text;
+        unplaced += placed != NBR_SUCCESS;
+    }
+    nbr_probe_hwloc_fail_at(0);
+    std::printf("[ probe    ] %ld hwloc calls, each failed in turn: always a model (%ld differ "
+                "from the clean one), %ld host places fell back\n",
+                total, degraded, unplaced);
 }
 
 } // namespace
