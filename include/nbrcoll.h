@@ -80,6 +80,14 @@
  *                                               (NBR_ERR_GRAPH; default 1;
  *                                               one message per distinct
  *                                               out-neighbor)
+ *   nbr_agree_errors     / NBR_AGREE_ERRORS     1|0: every call ends with
+ *                                               one status on every rank
+ *                                               (NBR_ERR_PEER where
+ *                                               another rank failed;
+ *                                               ceil(log2 P) rounds of one
+ *                                               int per call; default 0;
+ *                                               must be the same on every
+ *                                               rank, else NBR_ERR_INFO)
  *   nbr_expected_starts  / NBR_EXPECTED_STARTS  runs of a persistent request
  *                                               auto spreads a plan's set-up
  *                                               over (100; also an _init
@@ -93,6 +101,10 @@
  * calls agree on errors collectively (every rank returns the same status).
  * Blocking and nonblocking calls check their arguments locally before any
  * communication; as in MPI, every rank must pass consistent arguments.
+ * When an MPI call fails inside a collective call, the ranks its failure
+ * reaches return an error (NBR_ERR_PEER where another rank failed) and the
+ * others complete correctly; nbr_agree_errors makes every rank return an
+ * error.
  */
 #ifndef NBRCOLL_H
 #define NBRCOLL_H

@@ -1,13 +1,18 @@
 #include "exec/executor.h"
 
 #include "exec/channel.h"
+#include "exec/message.h"
 
 #include <sched.h>
+#include <stdlib.h>
 
 int nbr_exec_domain_init(nbr_exec_domain_t *domain, MPI_Comm comm, int comm_id,
                          const nbr_exec_options_t *options, const nbr_locality_t *locality)
 {
     *domain = (nbr_exec_domain_t){.kind = &nbr_mpi_executor, .comm = comm};
+    if (MPI_Comm_rank(comm, &domain->rank) != MPI_SUCCESS ||
+        MPI_Comm_size(comm, &domain->nranks) != MPI_SUCCESS)
+        return NBR_ERR_MPI; /* cannot fail on a valid communicator */
     int rc = nbr_device_ctx_create(comm, comm_id, options, locality, &domain->device);
     if (rc == NBR_SUCCESS && domain->device)
         domain->kind = &nbr_device_executor;
@@ -40,18 +45,22 @@ int nbr_executor_create(nbr_exec_domain_t *domain, nbr_executor_t **exec)
     if (rc == NBR_SUCCESS) {
         (*exec)->kind = domain->kind;
         (*exec)->domain = domain;
+        (*exec)->agree_tag = -1;
+        (*exec)->agree_round = -1;
+        (*exec)->agree_requests[0] = (*exec)->agree_requests[1] = MPI_REQUEST_NULL;
     }
     return rc;
 }
 
 int nbr_executor_bind(nbr_executor_t *exec, const nbr_plan_t *plan,
                       const nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS], int tag_base,
-                      int persistent)
+                      int persistent, int agree_tag)
 {
     if (exec->plan)
         nbr_executor_unbind(exec);
     exec->plan = plan;
     exec->tag_base = tag_base;
+    exec->agree_tag = exec->domain->nranks > 1 ? agree_tag : -1;
     exec->active = 0;
     exec->status = NBR_SUCCESS;
     int rc = exec->kind->bind(exec, buffers, persistent);
@@ -70,10 +79,85 @@ static void leave_in_flight(nbr_executor_t *exec)
     exec->next_in_flight = NULL;
 }
 
+/* ------------------------------------------------------ error agreement */
+
+/* A dissemination over all P ranks: in round k each rank sends the least
+ * status it has seen to rank + 2^k and takes the least of its own and
+ * what rank - 2^k sent; after ceil(log2 P) rounds every rank has seen
+ * every rank's. One int per round on the call's own tag, so agreements of
+ * calls in flight at once never match each other's messages, and no
+ * collective whose order would have to agree across ranks. A post that
+ * fails is tried once more (the peer waits for it); a test that fails is
+ * tried again at the next step. */
+static void agree_post(nbr_executor_t *exec)
+{
+    const nbr_exec_domain_t *d = exec->domain;
+    int distance = 1 << exec->agree_round;
+    int to = (d->rank + distance) % d->nranks;
+    int from = (d->rank - distance % d->nranks + d->nranks) % d->nranks;
+    static const nbr_message_call_t calls[2] = {NBR_MSG_IRECV, NBR_MSG_ISEND};
+    int *values[2] = {&exec->agree_in, &exec->agree_out};
+    const int peers[2] = {from, to};
+    for (int i = 0; i < 2; i++) {
+        int rc = NBR_SUCCESS;
+        for (int attempt = 0; attempt < 2; attempt++)
+            if ((rc = nbr_message_post(calls[i], values[i], sizeof(int), peers[i],
+                                       exec->agree_tag, d->comm, &exec->agree_requests[i],
+                                       NULL)) == NBR_SUCCESS)
+                break;
+        nbr_executor_record(exec, rc);
+    }
+}
+
+static void agree_begin(nbr_executor_t *exec)
+{
+    exec->active = 1;
+    exec->agree_round = 0;
+    exec->agree_out = exec->status;
+    agree_post(exec);
+}
+
+static int agree_advance(nbr_executor_t *exec)
+{
+    for (int i = 0; i < 2; i++) {
+        int done = 0;
+        if (exec->agree_requests[i] != MPI_REQUEST_NULL &&
+            (PMPI_Test(&exec->agree_requests[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+             !done))
+            return 0;
+    }
+    if (exec->agree_in < exec->agree_out)
+        exec->agree_out = exec->agree_in;
+    exec->agree_in = NBR_SUCCESS;
+    if ((1 << ++exec->agree_round) < exec->domain->nranks) {
+        agree_post(exec);
+        return 1;
+    }
+    exec->agree_round = -1;
+    exec->active = 0;
+    if (exec->agree_out != NBR_SUCCESS)
+        nbr_executor_record(exec, NBR_ERR_PEER); /* this rank's own error stays */
+    return 1;
+}
+
+/* The plan's run ended on this rank: the agreement, if bound with one. */
+static void plan_ended(nbr_executor_t *exec)
+{
+    if (exec->agree_tag >= 0)
+        agree_begin(exec);
+}
+
 /* One step of exec; the step that ends its run takes it off the list. */
 static int advance(nbr_executor_t *exec, int blocking)
 {
-    int moved = exec->kind->advance(exec, blocking);
+    int moved;
+    if (exec->agree_round >= 0) {
+        moved = agree_advance(exec);
+    } else {
+        moved = exec->kind->advance(exec, blocking);
+        if (!exec->active)
+            plan_ended(exec);
+    }
     if (!exec->active)
         leave_in_flight(exec);
     return moved;
@@ -89,24 +173,82 @@ int nbr_exec_progress(nbr_exec_domain_t *domain)
     return moved;
 }
 
+static void join_in_flight(nbr_executor_t *exec)
+{
+    exec->active = 1;
+    exec->next_in_flight = exec->domain->in_flight;
+    exec->domain->in_flight = exec;
+}
+
+/* A run that is the agreement alone, from this rank's status. */
+static int agree_alone(nbr_executor_t *exec, int status)
+{
+    exec->status = status;
+    exec->agree_round = -1;
+    if (exec->agree_tag >= 0) {
+        join_in_flight(exec);
+        agree_begin(exec);
+    }
+    return NBR_SUCCESS;
+}
+
 int nbr_executor_start(nbr_executor_t *exec)
 {
     if (exec->active || !exec->plan)
         return NBR_ERR_REQUEST;
     exec->status = NBR_SUCCESS;
+    exec->agree_round = -1;
     if (exec->plan->num_phases == 0)
-        return NBR_SUCCESS;
-    exec->active = 1;
-    exec->next_in_flight = exec->domain->in_flight;
-    exec->domain->in_flight = exec;
+        return agree_alone(exec, NBR_SUCCESS);
+    join_in_flight(exec);
     int rc = exec->kind->begin(exec);
-    if (!exec->active)
-        leave_in_flight(exec);
+    if (!exec->active) {
+        plan_ended(exec);
+        if (!exec->active)
+            leave_in_flight(exec);
+    }
     if (rc != NBR_SUCCESS) {
         nbr_executor_record(exec, rc);
         nbr_executor_wait(exec); /* part was posted and peers wait for the rest */
     }
     return rc;
+}
+
+/* The kind of an executor that runs agreements alone: no plan, no bytes. */
+static int alone_create(nbr_exec_domain_t *domain, nbr_executor_t **exec)
+{
+    (void)domain;
+    *exec = calloc(1, sizeof(**exec));
+    return *exec ? NBR_SUCCESS : NBR_ERR_NOMEM;
+}
+
+static void alone_destroy(nbr_executor_t *exec)
+{
+    free(exec);
+}
+
+static const nbr_executor_kind_t agreement_only = {.name = "agreement", .create = alone_create,
+                                                  .destroy = alone_destroy};
+static const nbr_plan_t no_phases;
+
+int nbr_executor_create_agreement(nbr_exec_domain_t *domain, nbr_executor_t **exec)
+{
+    nbr_exec_domain_t alone = *domain;
+    alone.kind = &agreement_only;
+    int rc = nbr_executor_create(&alone, exec);
+    if (rc == NBR_SUCCESS) {
+        (*exec)->domain = domain;
+        (*exec)->plan = &no_phases;
+    }
+    return rc;
+}
+
+int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status)
+{
+    if (exec->kind != &agreement_only || exec->active)
+        return NBR_ERR_REQUEST;
+    exec->agree_tag = exec->domain->nranks > 1 ? agree_tag : -1;
+    return agree_alone(exec, status);
 }
 
 int nbr_executor_test(nbr_executor_t *exec, int *done)
@@ -140,7 +282,9 @@ void nbr_executor_unbind(nbr_executor_t *exec)
     if (exec->active)
         leave_in_flight(exec);
     exec->active = 0;
-    exec->kind->unbind(exec);
+    exec->agree_round = -1;
+    if (exec->kind->unbind)
+        exec->kind->unbind(exec);
     exec->plan = NULL;
 }
 

@@ -11,6 +11,12 @@
  * does not stop the later ones (peers wait for them), the first error is
  * the run's status.
  *
+ * Error agreement (nbr_agree_errors; bound with an agreement tag): once the
+ * plan's run ends on a rank, every rank learns whether any rank's run
+ * failed, and a rank whose own run succeeded ends with NBR_ERR_PEER when
+ * another's did not. Without it, a failure reaches only the ranks its
+ * messages (or their absence) reach.
+ *
  * Every executor of a domain that is running is on its in-flight list, and
  * progress advances all of them: waiting on one request moves the others,
  * so a peer that waits for an older request is never stuck behind the
@@ -78,6 +84,10 @@ struct nbr_executor {
     int tag_base;
     int active; /* started, not finished */
     int status; /* first error of the current run */
+    int agree_tag;   /* >= 0: the run ends with an error agreement on this tag */
+    int agree_round; /* the agreement's round in flight; -1: the plan's run */
+    int agree_out, agree_in;  /* least status seen, sent; a peer's, received */
+    MPI_Request agree_requests[2]; /* receive, send */
     nbr_executor_t *next_in_flight;
 };
 
@@ -86,6 +96,7 @@ struct nbr_exec_domain {
     const nbr_executor_kind_t *kind;
     MPI_Comm comm;                 /* nbrcoll's private duplicate */
     struct nbr_device_ctx *device; /* the device executor's; NULL otherwise */
+    int rank, nranks;              /* in comm */
     nbr_executor_t *in_flight;     /* running now, progressed together */
 };
 
@@ -103,13 +114,20 @@ int nbr_exec_on_device(const nbr_exec_domain_t *domain, const nbr_exec_buffer_t 
 int nbr_executor_create(nbr_exec_domain_t *domain, nbr_executor_t **exec);
 /* Binds to a plan: buffers are send, receive and scratch (base NULL:
  * the executor allocates what the plan needs, on the device when a user
- * buffer is device memory). persistent: set up once for many runs. */
+ * buffer is device memory). persistent: set up once for many runs.
+ * agree_tag >= 0: every run ends with an error agreement over all ranks
+ * on that tag (one no plan op uses, and no other call in flight). */
 int nbr_executor_bind(nbr_executor_t *exec, const nbr_plan_t *plan,
                       const nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS], int tag_base,
-                      int persistent);
+                      int persistent, int agree_tag);
 /* Posts the first phase. If posting fails part way, the run is waited out
  * (peers wait for what was posted) and the error returned. */
 int nbr_executor_start(nbr_executor_t *exec);
+/* Executors of error agreements alone, for calls the MPI library runs:
+ * nbr_executor_agree starts one from this rank's status, on agree_tag
+ * (as for nbr_executor_bind); test, wait and destroy as any executor. */
+int nbr_executor_create_agreement(nbr_exec_domain_t *domain, nbr_executor_t **exec);
+int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status);
 /* *done = 1 once the run ended; returns the run's status then. */
 int nbr_executor_test(nbr_executor_t *exec, int *done);
 int nbr_executor_wait(nbr_executor_t *exec);

@@ -230,6 +230,23 @@ static int check_graph(nbr_comm_t *state)
     return rc == NBR_SUCCESS && check.mismatches > 0 ? NBR_ERR_GRAPH : rc;
 }
 
+/* The first agreement of set-up: every rank's status, and whether every
+ * rank has the same nbr_agree_errors (a rank that agrees on a call's
+ * errors waits for the others' part in it), in one reduction. */
+static int agree_on_config(MPI_Comm comm, int local, const nbr_config_t *config)
+{
+    int mine[3] = {local, config->agree_errors, -config->agree_errors}, least[3];
+    int mrc = MPI_Allreduce(mine, least, 3, MPI_INT, MPI_MIN, comm);
+    if (mrc != MPI_SUCCESS)
+        return nbr_mpi_failed("MPI_Allreduce", mrc);
+    if (least[0] == NBR_SUCCESS && least[1] != -least[2]) {
+        NBR_ERROR("nbr_agree_errors / NBR_AGREE_ERRORS is %d on this rank and differs on "
+                  "others: it must be the same on every rank", config->agree_errors);
+        return NBR_ERR_INFO;
+    }
+    return least[0];
+}
+
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
     int rc = NBR_SUCCESS, topology = MPI_UNDEFINED;
@@ -247,7 +264,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
         local = ensure_keyval();
     if (local == NBR_SUCCESS && !(state = calloc(1, sizeof(*state))))
         local = NBR_ERR_NOMEM;
-    rc = nbr_agree(comm, local);
+    rc = agree_on_config(comm, local, &config);
     if (rc != NBR_SUCCESS) {
         free(state);
         nbr_config_free(&config);

@@ -138,7 +138,9 @@ typedef struct nbr_comm {
 /* Tags: the engine uses [0, 4) (a run two tags, consecutive runs on a
  * communicator alternating between two pairs: see nbr_comm_engine_tags);
  * each collective call takes a window of
- * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number. Blocking
+ * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number: the
+ * data plan's tags, an allgatherv's size round's, and one for the call's
+ * error agreement (nbr_agree_errors). Blocking
  * and nonblocking calls cycle through the lower half of the windows,
  * persistent requests (which keep theirs for life) through the upper half,
  * so a long-lived persistent request never shares a window with a later
@@ -147,9 +149,10 @@ typedef struct nbr_comm {
  * the sequence numbers agree without communication. */
 #define NBR_TAG_ENGINE 0
 #define NBR_TAG_FIRST_CALL 8
-#define NBR_TAGS_PER_CALL 64
-#if NBR_TAGS_PER_CALL < 2 * NBR_PLAN_TAGS
-#error "a call's tag window must hold two plans"
+#define NBR_TAGS_PER_CALL 72
+#define NBR_TAG_AGREE_IN_CALL (2 * NBR_PLAN_TAGS)
+#if NBR_TAGS_PER_CALL <= NBR_TAG_AGREE_IN_CALL
+#error "a call's tag window must hold two plans and the agreement's tag"
 #endif
 
 /* The tag base of the next rounds-engine run on state's communicator.

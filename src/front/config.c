@@ -100,6 +100,7 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
     }
     config->check_graph = 1;
     NBR_CHECK(nbr_setting_bool(info, "nbr_check_graph", "NBR_CHECK_GRAPH", &config->check_graph));
+    NBR_CHECK(nbr_setting_bool(info, "nbr_agree_errors", "NBR_AGREE_ERRORS", &config->agree_errors));
     config->forced_gpu = -1;
     NBR_CHECK(nbr_setting_int(MPI_INFO_NULL, NULL, "NBR_GPU", 0, &config->forced_gpu));
 out:

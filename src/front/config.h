@@ -31,6 +31,7 @@ typedef struct nbr_config {
     char sysfs_root[NBR_PATH_MAX]; /* KFD tree root (tests); empty: "/" */
     int forced_gpu;               /* NBR_GPU; -1: local rank modulo GPUs */
     int check_graph;              /* nbr_check_graph: in- and out-lists must agree */
+    int agree_errors;             /* nbr_agree_errors: every call ends in one status */
     nbr_exec_options_t exec;      /* nbr_memory, nbr_staging_chunk, NBR_GPU_AWARE_MPI */
 } nbr_config_t;
 

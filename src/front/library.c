@@ -284,7 +284,7 @@ int nbr_library_shortcut(nbr_comm_t *state, const nbr_call_t *call, int *rc)
         call->recvtype == MPI_DATATYPE_NULL)
         return 0; /* the long way checks and reports */
     nbr_shared_plan_t *plan = state->library_plan;
-    if (!plan || state->exec.in_flight || !nbr_comm_library_usable(state, NBR_COLL_ALLGATHER) ||
+    if (!plan || state->exec.in_flight || state->config.agree_errors || !nbr_comm_library_usable(state, NBR_COLL_ALLGATHER) ||
         MPI_Type_size(call->sendtype, &send_size) != MPI_SUCCESS ||
         MPI_Type_size(call->recvtype, &recv_size) != MPI_SUCCESS)
         return 0;

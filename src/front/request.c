@@ -431,6 +431,7 @@ static void request_destroy(nbr_request_t req)
     nbr_comm_t *state = req->comm;
     request_reset(req);
     nbr_executor_destroy(req->exec);
+    nbr_executor_destroy(req->agreement);
     nbr_layout_free(&req->layout);
     free(req);
     if (state)
@@ -503,7 +504,7 @@ static int run_now(nbr_comm_t *state, const nbr_plan_t *plan, char *const base[N
         buffers[b] = (nbr_exec_buffer_t){.base = base[b]};
     int rc = nbr_executor_create(&state->exec, &exec);
     if (rc == NBR_SUCCESS)
-        rc = nbr_executor_bind(exec, plan, buffers, tag_base, 0);
+        rc = nbr_executor_bind(exec, plan, buffers, tag_base, 0, -1);
     if (rc == NBR_SUCCESS)
         rc = nbr_executor_start(exec);
     if (rc == NBR_SUCCESS)
@@ -596,7 +597,8 @@ static int bind(nbr_request_t req, nbr_comm_t *state, int tag_base, int persiste
     }
     nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS] = {exec_buffer(&req->send),
                                                   exec_buffer(&req->recv), {0}};
-    return nbr_executor_bind(req->exec, &req->plan->plan, buffers, tag_base, persistent);
+    return nbr_executor_bind(req->exec, &req->plan->plan, buffers, tag_base, persistent,
+                             req->agree_tag);
 }
 
 /* An _ext call's value indices, slot by slot in the layout's order (see
@@ -720,6 +722,8 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
     req->library = algorithm->library && nbr_comm_library_usable(state, layout->coll);
     if (req->library) {
         NBR_CHECK(nbr_library_keep(req, call));
+        if (req->agree_tag >= 0 && !req->agreement)
+            NBR_CHECK(nbr_executor_create_agreement(&state->exec, &req->agreement));
         if (call->blocking && call->kind == NBR_CALL_ALLGATHER && !req->trial) {
             req->plan->refs++; /* the next such call may take the shortcut */
             nbr_shared_plan_release(state->library_plan);
@@ -769,6 +773,9 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
     }
     if (req) {
         req->persistent = persistent;
+        req->agree_tag =
+            state->config.agree_errors ? tag_base + NBR_TAG_AGREE_IN_CALL : -1;
+        req->agreeing = 0;
         req->comm = state;
         req->user_comm = call->comm;
         nbr_comm_retain(state);
@@ -835,6 +842,25 @@ static int complete(nbr_request_t *request, int rc)
     return rc;
 }
 
+/* nbr_agree_errors for a call the MPI library ran: its status goes
+ * through an agreement of its own (*done = 0 until that ends). Without
+ * one, the library's status stands. */
+static int library_agreement(nbr_request_t req, int rc, int blocking, int *done)
+{
+    if (!req->agreement)
+        return rc;
+    if (!req->agreeing) {
+        nbr_executor_agree(req->agreement, req->agree_tag, rc);
+        req->agreeing = 1;
+    }
+    if (blocking)
+        rc = nbr_executor_wait(req->agreement);
+    else if ((rc = nbr_executor_test(req->agreement, done)) == NBR_SUCCESS && !*done)
+        return NBR_SUCCESS;
+    req->agreeing = 0;
+    return rc;
+}
+
 int nbr_wait(nbr_request_t *request)
 {
     if (!request || !*request)
@@ -842,7 +868,10 @@ int nbr_wait(nbr_request_t *request)
     nbr_request_t req = *request;
     if (!req->running)
         return NBR_SUCCESS; /* an inactive persistent request, as in MPI */
-    return complete(request, req->library ? nbr_library_wait(req) : nbr_executor_wait(req->exec));
+    if (!req->library)
+        return complete(request, nbr_executor_wait(req->exec));
+    int rc = req->agreeing ? NBR_SUCCESS : nbr_library_wait(req), done = 1;
+    return complete(request, library_agreement(req, rc, 1, &done));
 }
 
 int nbr_test(nbr_request_t *request, int *flag)
@@ -855,10 +884,16 @@ int nbr_test(nbr_request_t *request, int *flag)
         *flag = 1;
         return NBR_SUCCESS;
     }
-    int rc = req->library ? nbr_library_test(req, flag) : nbr_executor_test(req->exec, flag);
-    if (!*flag)
+    if (!req->library) {
+        int rc = nbr_executor_test(req->exec, flag);
+        return *flag ? complete(request, rc) : rc;
+    }
+    int rc = NBR_SUCCESS;
+    if (!req->agreeing && ((rc = nbr_library_test(req, flag)), !*flag))
         return rc;
-    return complete(request, rc);
+    *flag = 1;
+    rc = library_agreement(req, rc, 0, flag);
+    return *flag ? complete(request, rc) : rc;
 }
 
 int nbr_request_query(nbr_request_t request, MPI_Comm *comm, int *persistent, int *active)
