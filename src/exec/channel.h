@@ -26,13 +26,15 @@
  * messages of one sender ahead of the oldest it has not taken yet. */
 #define NBR_RING_SLOTS 32
 
-enum { NBR_DESC_IPC = 1, NBR_DESC_MPI = 2 };
+/* POISON: the sender failed earlier in the run; no bytes follow
+ * (exec/message.h says what poison is for). */
+enum { NBR_DESC_IPC = 1, NBR_DESC_MPI = 2, NBR_DESC_POISON = 3 };
 
 typedef struct nbr_desc {
     _Atomic uint64_t seq;  /* message number on the pair, from 1; stored last */
     _Atomic uint64_t done; /* = seq once the receiver no longer needs the data */
     int32_t tag;
-    int32_t kind;          /* NBR_DESC_IPC or NBR_DESC_MPI */
+    int32_t kind;          /* NBR_DESC_IPC, NBR_DESC_MPI or NBR_DESC_POISON */
     uint64_t offset;       /* IPC: where the bytes start in the allocation */
     uint64_t bytes;
     nbr_ipc_handle_t handle;

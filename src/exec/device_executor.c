@@ -11,6 +11,13 @@
  *     GPU-aware; otherwise in chunks through pinned host staging, each
  *     chunk sent as soon as its device-to-host copy is done and copied up
  *     as soon as it arrives, so copies and network overlap.
+ * After an error, the sends of every later phase (and a send whose own
+ * staging copy failed) go as poison (exec/message.h): an empty MPI message
+ * or chunk, or a POISON descriptor in the ring. A
+ * binding that fails where the plan can still run (what a buffer is, its
+ * IPC handle, scratch or staging memory) makes every run of it poison from
+ * the start: sends poison, receives taken and dropped, no copies, so no
+ * peer waits for this rank and none of its buffers is touched.
  * Executors of one communicator progress together (exec/executor.h). */
 #include "exec/executor.h"
 
@@ -63,6 +70,8 @@ typedef struct nbr_dev_exec {
     int *batch_items;
     int batch_count, batch_capacity;
     int phase, send_cursor;
+    int poisoned;    /* this run began failed (bind_status): touch no buffer */
+    int poison_sends; /* the run had failed when this phase began */
     uint64_t bytes_ipc_pulled, bytes_staged, copy_batches; /* this run */
 } nbr_dev_exec_t;
 
@@ -92,6 +101,7 @@ struct nbr_dev_item {
     int op;          /* plan op */
     uint8_t kind, path, state, staged;
     uint8_t failures; /* MPI_Improbe / MPI_Test failed this many times in a row */
+    uint8_t spoilt;   /* send: its staging copy failed, its bytes are not the user's */
     int channel_peer;
     int prev_same;   /* receive: the phase's previous one with this peer and tag, or -1 */
     size_t offset;   /* from the op's offset (chunks) */
@@ -320,6 +330,13 @@ static int provide_scratch(nbr_dev_exec_t *exec)
     return rc;
 }
 
+/* A binding step that failed where the plan can still run as poison. */
+static void defer(nbr_executor_t *core, int rc)
+{
+    if (core->bind_status == NBR_SUCCESS)
+        core->bind_status = rc;
+}
+
 /* Splits messages into items, sizes the staging area, takes IPC handles
  * of the device buffers. */
 static int bind(nbr_executor_t *core, const nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS],
@@ -331,9 +348,9 @@ static int bind(nbr_executor_t *core, const nbr_exec_buffer_t buffers[NBR_NUM_BU
     nbr_device_ctx_t *ctx = exec->ctx;
     for (int b = 0; b < NBR_NUM_BUFFERS; b++) {
         exec->buf[b].base = buffers[b].base;
-        NBR_CHECK(buffer_kind(ctx, &buffers[b], &exec->buf[b].kind));
+        defer(core, buffer_kind(ctx, &buffers[b], &exec->buf[b].kind));
     }
-    NBR_CHECK(provide_scratch(exec));
+    defer(core, provide_scratch(exec));
     exec->num_items = 0;
     exec->staging.bytes = exec->channel_staging.bytes = 0;
     exec->phase = plan->num_phases;
@@ -359,8 +376,8 @@ static int bind(nbr_executor_t *core, const nbr_exec_buffer_t buffers[NBR_NUM_BU
         if (!exec->scratch)
             return NBR_ERR_NOMEM;
     }
-    NBR_CHECK(reserve_staging(ctx, &exec->staging));
-    rc = take_handles(exec);
+    defer(core, reserve_staging(ctx, &exec->staging));
+    defer(core, take_handles(exec));
 out:
     return rc;
 }
@@ -441,6 +458,7 @@ static void flush_copies(nbr_dev_exec_t *exec)
     for (int i = 0; i < exec->batch_count; i++) {
         nbr_dev_item_t *item = &exec->items[exec->batch_items[i]];
         item->ticket = rc == NBR_SUCCESS ? ticket : 0; /* 0: counts as done */
+        item->spoilt = rc != NBR_SUCCESS;
     }
     record(exec, rc);
     exec->batch_count = 0;
@@ -508,6 +526,9 @@ static int discard(nbr_dev_exec_t *exec, MPI_Message *message, int peer, int tag
 
 static void post_phase(nbr_dev_exec_t *exec)
 {
+    /* a phase's sends never read what its own receives write: an error
+     * in this phase spoils the next ones' sends, not its own */
+    exec->poison_sends = exec->core.status != NBR_SUCCESS;
     int first = exec->phase_first_item[exec->phase], last = exec->phase_first_item[exec->phase + 1];
     exec->send_cursor = first;
     for (int i = first; i < last; i++) {
@@ -517,14 +538,18 @@ static void post_phase(nbr_dev_exec_t *exec)
         item->ticket = 0;
         item->desc = NULL;
         item->failures = 0;
+        item->spoilt = 0;
         if (item->kind == ITEM_COPY) {
-            queue_copy(exec, i, item_addr(exec, item), exec->buf[op->src_buf].base + op->src_offset,
-                       item->bytes, S_COPY);
+            if (exec->poisoned)
+                item->state = S_DONE;
+            else
+                queue_copy(exec, i, item_addr(exec, item),
+                           exec->buf[op->src_buf].base + op->src_offset, item->bytes, S_COPY);
         } else if (item->kind == ITEM_RECV) {
             item->state = item->path == PATH_NETWORK ? S_PROBE : S_MATCH;
         } else {
             item->state = S_SEND_QUEUED;
-            if (item->path == PATH_NETWORK && item->staged && item->bytes > 0)
+            if (item->path == PATH_NETWORK && item->staged && item->bytes > 0 && !exec->poisoned)
                 queue_copy(exec, i, mpi_addr(exec, item), item_addr(exec, item),
                            item->bytes, S_SEND_QUEUED);
         }
@@ -535,6 +560,45 @@ static void post_phase(nbr_dev_exec_t *exec)
 static int copied(const nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
 {
     return item->ticket <= exec->ctx->copies_done;
+}
+
+/* Marks an op's items from `index` on done: the op ended early. */
+static void end_op(nbr_dev_exec_t *exec, int index)
+{
+    for (int j = index; j < exec->num_items && exec->items[j].op == exec->items[index].op; j++)
+        exec->items[j].state = S_DONE;
+}
+
+/* After an error in an earlier phase (or its own staging copy's), a send
+ * item still owed goes as poison: over the ring a
+ * POISON descriptor; over the network, in place of the op's first chunk,
+ * poison for the whole message, and in place of a later one an empty
+ * chunk (the sender's short last one: the receiver sees a short message).
+ * The op's other chunks are not sent. Returns 0 when the ring is full. */
+static int send_poison(nbr_dev_exec_t *exec, nbr_dev_item_t *item)
+{
+    const nbr_op_t *op = op_of(exec, item);
+    int tag = exec->core.tag_base + op->tag, rc = NBR_SUCCESS;
+    if (item->path == PATH_CHANNEL) {
+        nbr_desc_t content = {.tag = tag, .kind = NBR_DESC_POISON};
+        if (!post_descriptor(exec->ctx, item->channel_peer, &content, &item->seq))
+            return 0;
+        item->state = S_DONE;
+        return 1;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) { /* the peer waits: once more */
+        item->request = MPI_REQUEST_NULL;
+        rc = item->offset == 0
+                 ? nbr_message_poison(op->bytes, op->peer, tag, exec->comm, &item->request)
+                 : nbr_message_post(NBR_MSG_ISEND, exec->scratch, 0, op->peer, tag, exec->comm,
+                                    &item->request, NULL);
+        if (rc == NBR_SUCCESS)
+            break;
+    }
+    record(exec, rc);
+    end_op(exec, (int)(item - exec->items));
+    item->state = item->request != MPI_REQUEST_NULL ? S_MPI : S_DONE;
+    return 1;
 }
 
 /* Posts the phase's sends in plan order (MPI matches same-tag messages in
@@ -548,7 +612,10 @@ static int advance_sends(nbr_dev_exec_t *exec, int last)
         if (item->kind != ITEM_SEND || item->state != S_SEND_QUEUED)
             continue;
         const nbr_op_t *op = op_of(exec, item);
-        if (item->path == PATH_NETWORK) {
+        if (exec->poison_sends || item->spoilt) {
+            if (!send_poison(exec, item))
+                break;
+        } else if (item->path == PATH_NETWORK) {
             if (item->staged && !copied(exec, item))
                 break;
             exec->bytes_staged += item->staged ? item->bytes : 0;
@@ -579,6 +646,20 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
 {
     nbr_dev_item_t *item = &exec->items[index];
     const nbr_op_t *op = op_of(exec, item);
+    if (desc->kind == NBR_DESC_POISON || exec->poisoned) {
+        /* no bytes to take, or no buffer of ours to take them into */
+        int by_mpi = desc->kind == NBR_DESC_MPI && desc->bytes > 0;
+        size_t bytes = (size_t)desc->bytes;
+        if (desc->kind == NBR_DESC_POISON)
+            record(exec, nbr_message_poisoned(op->peer, item->bytes));
+        release_descriptor(desc, item->seq);
+        if (by_mpi) { /* its sender waits for MPI to take the message */
+            MPI_Message none = MPI_MESSAGE_NULL;
+            record(exec, discard(exec, &none, op->peer, exec->core.tag_base + op->tag, bytes, NULL));
+        }
+        item->state = S_DONE;
+        return;
+    }
     if (desc->bytes != item->bytes) {
         nbr_message_mismatch(op->peer, (size_t)desc->bytes, item->bytes);
         int by_mpi = desc->kind == NBR_DESC_MPI && desc->bytes > 0;
@@ -631,13 +712,6 @@ static int searching(const nbr_dev_item_t *item)
     return item->state == S_MATCH || item->state == S_PROBE || item->state == S_DRAIN;
 }
 
-/* Marks an op's items from `index` on done: the op ended early. */
-static void end_op(nbr_dev_exec_t *exec, int index)
-{
-    for (int j = index; j < exec->num_items && exec->items[j].op == exec->items[index].op; j++)
-        exec->items[j].state = S_DONE;
-}
-
 /* A network receive takes its message once MPI_Improbe shows it, so its
  * length is known before a byte lands (Open MPI may write a truncated
  * message past the buffer). A message or chunk of another length than
@@ -669,7 +743,7 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
         moved = 1;
         size_t got = 0;
         int rc = nbr_message_probed(&status, &got);
-        if (rc == NBR_SUCCESS && item->state == S_PROBE && got == item->bytes) {
+        if (rc == NBR_SUCCESS && item->state == S_PROBE && got == item->bytes && !exec->poisoned) {
             rc = nbr_message_imrecv(mpi_addr(exec, item), got, &message, &item->request);
             if (rc != NBR_SUCCESS) { /* the matched message is still to be taken */
                 record(exec, rc);
@@ -682,15 +756,25 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
             }
             return 1;
         }
-        item->sender_bytes = (item->state == S_PROBE ? item->offset : item->sender_bytes) + got;
+        const int probing = item->state == S_PROBE; /* the item's first message */
+        item->sender_bytes = (probing ? item->offset : item->sender_bytes) + got;
         item->state = S_DRAIN;
         if (rc == NBR_SUCCESS) /* where the bytes fit, they may as well land in place */
             rc = discard(exec, &message, op->peer, tag, got,
-                         got <= item->bytes ? mpi_addr(exec, item) : NULL);
+                         got <= item->bytes && !exec->poisoned ? mpi_addr(exec, item) : NULL);
         /* GPU-aware MPI: messages are whole; otherwise a short chunk is the last */
         if (rc != NBR_SUCCESS || exec->ctx->gpu_aware || got < exec->ctx->chunk_bytes) {
-            int mismatch = nbr_message_mismatch(op->peer, item->sender_bytes, op->bytes);
-            record(exec, rc != NBR_SUCCESS ? rc : mismatch);
+            /* poison in place of the whole message: nothing where bytes
+             * were due, a byte where none were (an empty later chunk is a
+             * message that ends early: a mismatch) */
+            int poison = probing && item->offset == 0 &&
+                         ((got == 0 && op->bytes > 0) || (op->bytes == 0 && got == 1));
+            if (rc != NBR_SUCCESS)
+                record(exec, rc);
+            else if (poison)
+                record(exec, nbr_message_poisoned(op->peer, op->bytes));
+            else if (!exec->poisoned || item->sender_bytes != op->bytes)
+                record(exec, nbr_message_mismatch(op->peer, item->sender_bytes, op->bytes));
             end_op(exec, index);
         }
     }
@@ -784,6 +868,7 @@ static int begin(nbr_executor_t *core)
     nbr_dev_exec_t *exec = of(core);
     exec->phase = 0;
     exec->batch_count = 0;
+    exec->poisoned = core->status != NBR_SUCCESS;
     exec->bytes_ipc_pulled = exec->bytes_staged = exec->copy_batches = 0;
     post_phase(exec);
     progress_phase(exec);

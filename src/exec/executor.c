@@ -63,7 +63,10 @@ int nbr_executor_bind(nbr_executor_t *exec, const nbr_plan_t *plan,
     exec->agree_tag = exec->domain->nranks > 1 ? agree_tag : -1;
     exec->active = 0;
     exec->status = NBR_SUCCESS;
+    exec->bind_status = NBR_SUCCESS;
     int rc = exec->kind->bind(exec, buffers, persistent);
+    if (rc == NBR_SUCCESS && persistent)
+        rc = exec->bind_status; /* _init agrees on it: no run needed */
     if (rc != NBR_SUCCESS)
         nbr_executor_unbind(exec);
     return rc;
@@ -196,10 +199,10 @@ int nbr_executor_start(nbr_executor_t *exec)
 {
     if (exec->active || !exec->plan)
         return NBR_ERR_REQUEST;
-    exec->status = NBR_SUCCESS;
+    exec->status = exec->bind_status;
     exec->agree_round = -1;
     if (exec->plan->num_phases == 0)
-        return agree_alone(exec, NBR_SUCCESS);
+        return agree_alone(exec, exec->bind_status);
     join_in_flight(exec);
     int rc = exec->kind->begin(exec);
     if (!exec->active) {

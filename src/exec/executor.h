@@ -84,6 +84,10 @@ struct nbr_executor {
     int tag_base;
     int active; /* started, not finished */
     int status; /* first error of the current run */
+    /* A binding failure that still leaves the plan runnable (set by the
+     * kind's bind): every run starts failed with it and runs as poison,
+     * so that no peer waits for this rank. Persistent bindings return it. */
+    int bind_status;
     int agree_tag;   /* >= 0: the run ends with an error agreement on this tag */
     int agree_round; /* the agreement's round in flight; -1: the plan's run */
     int agree_out, agree_in;  /* least status seen, sent; a peer's, received */

@@ -111,7 +111,7 @@ int nbr_message_poison(size_t bytes, int peer, int tag, MPI_Comm comm, MPI_Reque
 
 /* A message of poison's length. A sender whose type signature is empty
  * where the receiver's is not looks the same: the log says both. */
-static int poisoned(int peer, size_t expected)
+int nbr_message_poisoned(int peer, size_t expected)
 {
     NBR_ERROR("rank %d sent %s where %zu bytes were expected: it failed earlier in this "
               "call (its log says why), or the two ranks' type signatures differ", peer,
@@ -122,7 +122,7 @@ static int poisoned(int peer, size_t expected)
 int nbr_message_mismatch(int peer, size_t got, size_t expected)
 {
     if (got == 0 && expected > 0)
-        return poisoned(peer, expected);
+        return nbr_message_poisoned(peer, expected);
     NBR_ERROR("message from rank %d has %zu bytes, %zu expected: send and receive "
               "signatures differ", peer, got, expected);
     return NBR_ERR_TYPE_MISMATCH;
@@ -137,7 +137,7 @@ int nbr_message_check(int is_receive, const MPI_Status *status, int err, int pee
         if (cls != MPI_ERR_TRUNCATE)
             return nbr_mpi_failed(what, err);
         if (expected == 0)
-            return poisoned(peer, expected);
+            return nbr_message_poisoned(peer, expected);
         NBR_ERROR("message from rank %d longer than the %zu bytes expected: send and "
                   "receive signatures differ", peer, expected);
         return NBR_ERR_TYPE_MISMATCH;

@@ -37,6 +37,10 @@ int nbr_message_probed(const MPI_Status *status, size_t *bytes);
  * turn), and no rank waits for a message that will not come. */
 int nbr_message_poison(size_t bytes, int peer, int tag, MPI_Comm comm, MPI_Request *request);
 
+/* Logs that peer sent poison in place of a message of `expected` bytes;
+ * returns NBR_ERR_PEER. */
+int nbr_message_poisoned(int peer, size_t expected);
+
 /* Logs that the message from peer has `got` bytes where `expected` were
  * planned; returns NBR_ERR_TYPE_MISMATCH, or NBR_ERR_PEER for poison. */
 int nbr_message_mismatch(int peer, size_t got, size_t expected);
