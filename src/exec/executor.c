@@ -64,6 +64,8 @@ int nbr_executor_bind(nbr_executor_t *exec, const nbr_plan_t *plan,
     exec->active = 0;
     exec->status = NBR_SUCCESS;
     exec->bind_status = NBR_SUCCESS;
+    exec->finish = NULL;
+    exec->finish_arg = NULL;
     int rc = exec->kind->bind(exec, buffers, persistent);
     if (rc == NBR_SUCCESS && persistent)
         rc = exec->bind_status; /* _init agrees on it: no run needed */
@@ -143,9 +145,12 @@ static int agree_advance(nbr_executor_t *exec)
     return 1;
 }
 
-/* The plan's run ended on this rank: the agreement, if bound with one. */
+/* The plan's run ended on this rank: the binder's finish step, then the
+ * agreement, if bound with one (so that it covers the finish step too). */
 static void plan_ended(nbr_executor_t *exec)
 {
+    if (exec->finish)
+        nbr_executor_record(exec, exec->finish(exec->finish_arg));
     if (exec->agree_tag >= 0)
         agree_begin(exec);
 }
@@ -197,14 +202,21 @@ static int agree_alone(nbr_executor_t *exec, int status)
 
 int nbr_executor_start(nbr_executor_t *exec)
 {
+    return nbr_executor_start_failed(exec, NBR_SUCCESS);
+}
+
+int nbr_executor_start_failed(nbr_executor_t *exec, int status)
+{
     if (exec->active || !exec->plan)
         return NBR_ERR_REQUEST;
-    exec->status = exec->bind_status;
+    exec->status = exec->bind_status != NBR_SUCCESS ? exec->bind_status : status;
     exec->agree_round = -1;
-    if (exec->plan->num_phases == 0)
-        return agree_alone(exec, exec->bind_status);
     join_in_flight(exec);
-    int rc = exec->kind->begin(exec);
+    int rc = NBR_SUCCESS;
+    if (exec->plan->num_phases > 0)
+        rc = exec->kind->begin(exec);
+    else
+        exec->active = 0; /* nothing to move: straight to its end */
     if (!exec->active) {
         plan_ended(exec);
         if (!exec->active)
@@ -244,6 +256,12 @@ int nbr_executor_create_agreement(nbr_exec_domain_t *domain, nbr_executor_t **ex
         (*exec)->plan = &no_phases;
     }
     return rc;
+}
+
+void nbr_executor_on_finish(nbr_executor_t *exec, int (*finish)(void *arg), void *arg)
+{
+    exec->finish = finish;
+    exec->finish_arg = arg;
 }
 
 int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status)

@@ -88,6 +88,11 @@ struct nbr_executor {
      * kind's bind): every run starts failed with it and runs as poison,
      * so that no peer waits for this rank. Persistent bindings return it. */
     int bind_status;
+    /* The binder's last step of each run, once the plan's run ends on this
+     * rank and before any agreement (unpacking staged receives): its error
+     * is the run's. NULL: none. */
+    int (*finish)(void *arg);
+    void *finish_arg;
     int agree_tag;   /* >= 0: the run ends with an error agreement on this tag */
     int agree_round; /* the agreement's round in flight; -1: the plan's run */
     int agree_out, agree_in;  /* least status seen, sent; a peer's, received */
@@ -132,6 +137,13 @@ int nbr_executor_start(nbr_executor_t *exec);
  * (as for nbr_executor_bind); test, wait and destroy as any executor. */
 int nbr_executor_create_agreement(nbr_exec_domain_t *domain, nbr_executor_t **exec);
 int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status);
+/* Sets exec's finish step (see struct nbr_executor) for the runs of its
+ * binding; a new binding clears it. */
+void nbr_executor_on_finish(nbr_executor_t *exec, int (*finish)(void *arg), void *arg);
+/* A run that has failed on this rank before it began (status, e.g. its
+ * send buffer could not be packed): it runs as poison, so no peer waits
+ * for it, and ends with status. nbr_executor_start is this with success. */
+int nbr_executor_start_failed(nbr_executor_t *exec, int status);
 /* *done = 1 once the run ended; returns the run's status then. */
 int nbr_executor_test(nbr_executor_t *exec, int *done);
 int nbr_executor_wait(nbr_executor_t *exec);

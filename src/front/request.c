@@ -588,6 +588,14 @@ static nbr_exec_buffer_t exec_buffer(const nbr_typed_buffer_t *buf)
     return (nbr_exec_buffer_t){.base = plan_base(buf), .user = buf->user, .staged = !buf->dense};
 }
 
+/* A run's finish step (exec/executor.h): staged receives back into the
+ * user's typed buffer, before any error agreement. */
+static int unpack_received(void *arg)
+{
+    nbr_request_t req = arg;
+    return transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
+}
+
 static int bind(nbr_request_t req, nbr_comm_t *state, int tag_base, int persistent)
 {
     if (!req->exec) {
@@ -597,8 +605,11 @@ static int bind(nbr_request_t req, nbr_comm_t *state, int tag_base, int persiste
     }
     nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS] = {exec_buffer(&req->send),
                                                   exec_buffer(&req->recv), {0}};
-    return nbr_executor_bind(req->exec, &req->plan->plan, buffers, tag_base, persistent,
-                             req->agree_tag);
+    int rc = nbr_executor_bind(req->exec, &req->plan->plan, buffers, tag_base, persistent,
+                               req->agree_tag);
+    if (rc == NBR_SUCCESS && !req->recv.dense)
+        nbr_executor_on_finish(req->exec, unpack_received, req);
+    return rc;
 }
 
 /* An _ext call's value indices, slot by slot in the layout's order (see
@@ -811,28 +822,23 @@ int nbr_start(nbr_request_t *request)
         req->running = rc == NBR_SUCCESS;
         return rc == NBR_SUCCESS ? rc : mismatch_says_more(req, rc); /* blocking: it ran */
     }
-    int rc = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
-    if (rc != NBR_SUCCESS)
-        return rc;
+    /* a send buffer that could not be packed still runs, as poison: the
+     * peers wait for its messages (the error comes at completion) */
+    int packed = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
     req->running = 1;
-    rc = nbr_executor_start(req->exec);
+    int rc = nbr_executor_start_failed(req->exec, packed);
     if (rc != NBR_SUCCESS)
         req->running = 0;
     return rc;
 }
 
-/* A run has ended (status rc): unpack, count, and retire non-persistent requests. */
+/* A run has ended (status rc): count, and retire non-persistent requests. */
 static int complete(nbr_request_t *request, int rc)
 {
     nbr_request_t req = *request;
     req->running = 0;
-    if (!req->library) {
-        int unpack_rc =
-            transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
-        if (rc == NBR_SUCCESS)
-            rc = unpack_rc;
+    if (!req->library) /* staged receives were unpacked by the run's finish step */
         nbr_executor_add_counters(req->exec, &req->comm->counters);
-    }
     rc = mismatch_says_more(req, rc);
     nbr_comm_count(req->comm, &req->plan->plan);
     if (!req->persistent) {

@@ -13,7 +13,7 @@
 static const char *const call_names[NBR_SHIM_NUM_CALLS] = {
     "Isend",  "Irecv",    "Issend",    "Send_init", "Recv_init",  "Start",
     "Startall", "Iprobe", "Improbe",   "Imrecv",    "Recv",       "Wait",
-    "Waitall", "Test",    "Testall",   "Ibarrier",  "Iallreduce", "Allreduce",
+    "Waitall", "Test",    "Testall",   "Pack",      "Unpack",     "Ibarrier",  "Iallreduce", "Allreduce",
     "Allgather", "Bcast", "Comm_dup",  "Comm_split", "Comm_split_type"};
 
 static long counts[NBR_SHIM_NUM_CALLS];
@@ -238,6 +238,14 @@ PLAIN(Recv, NBR_SHIM_RECV,
       (void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
        MPI_Status *status),
       (buf, count, type, source, tag, comm, status), comm)
+PLAIN(Pack, NBR_SHIM_PACK,
+      (const void *inbuf, int incount, MPI_Datatype type, void *outbuf, int outsize,
+       int *position, MPI_Comm comm),
+      (inbuf, incount, type, outbuf, outsize, position, comm), comm)
+PLAIN(Unpack, NBR_SHIM_UNPACK,
+      (const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+       MPI_Datatype type, MPI_Comm comm),
+      (inbuf, insize, position, outbuf, outcount, type, comm), comm)
 PLAIN(Allreduce, NBR_SHIM_ALLREDUCE,
       (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
        MPI_Comm comm),

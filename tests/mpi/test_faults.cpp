@@ -122,7 +122,8 @@ std::vector<Injector> call_injectors()
     static const nbr_shim_call_t kinds[] = {
         NBR_SHIM_ISEND,     NBR_SHIM_IRECV,    NBR_SHIM_SEND_INIT, NBR_SHIM_RECV_INIT,
         NBR_SHIM_START,     NBR_SHIM_STARTALL, NBR_SHIM_WAIT,      NBR_SHIM_WAITALL,
-        NBR_SHIM_TEST,      NBR_SHIM_TESTALL,  NBR_SHIM_IMPROBE,   NBR_SHIM_IMRECV};
+        NBR_SHIM_TEST,      NBR_SHIM_TESTALL,  NBR_SHIM_IMPROBE,   NBR_SHIM_IMRECV,
+        NBR_SHIM_PACK,      NBR_SHIM_UNPACK};
     std::vector<Injector> all;
     for (nbr_shim_call_t k : kinds)
         all.push_back({std::string("MPI_") + nbr_shim_name(k),
@@ -235,7 +236,8 @@ TEST_F(Faults, CollectiveCallsEndInErrorsOrRightResults)
     nbr_graph_t g;
     const GraphSpec spec{"er_p0.6", kErdosRenyi, 0.6, 0, 0, 7, false};
     ASSERT_EQ(make_graph(spec, world_size(), &g), NBR_SUCCESS);
-    static const size_t sizes[] = {64, 128 * 1024}; // eager and rendezvous
+    // eager and rendezvous; then a datatype with gaps (packed into staging)
+    static const size_t sizes[] = {64, 128 * 1024, 4096};
     Tally tally;
     nbr_shim_live_t before{};
     nbr_shim_count_live(&before);
@@ -246,7 +248,8 @@ TEST_F(Faults, CollectiveCallsEndInErrorsOrRightResults)
                 if (!rc.ready(algo, algo.c_str()))
                     continue;
                 Case c;
-                c.op = bytes > 1024 ? Op::Allgather : Op::Alltoallv;
+                c.op = bytes > 4096 ? Op::Allgather : Op::Alltoallv;
+                c.pair = bytes == 4096 ? types().find("vec") : 0;
                 c.bytes = bytes;
                 c.variant = static_cast<Variant>(std::min(v, 2));
                 c.poll = v == 3; // nonblocking, completed by nbr_test
