@@ -549,7 +549,8 @@ static void post_phase(nbr_dev_exec_t *exec)
             item->state = item->path == PATH_NETWORK ? S_PROBE : S_MATCH;
         } else {
             item->state = S_SEND_QUEUED;
-            if (item->path == PATH_NETWORK && item->staged && item->bytes > 0 && !exec->poisoned)
+            if (item->path == PATH_NETWORK && item->staged && item->bytes > 0 &&
+                !exec->poison_sends) /* poison reads nothing */
                 queue_copy(exec, i, mpi_addr(exec, item), item_addr(exec, item),
                            item->bytes, S_SEND_QUEUED);
         }
@@ -570,11 +571,11 @@ static void end_op(nbr_dev_exec_t *exec, int index)
 }
 
 /* After an error in an earlier phase (or its own staging copy's), a send
- * item still owed goes as poison: over the ring a
- * POISON descriptor; over the network, in place of the op's first chunk,
- * poison for the whole message, and in place of a later one an empty
- * chunk (the sender's short last one: the receiver sees a short message).
- * The op's other chunks are not sent. Returns 0 when the ring is full. */
+ * item still owed goes as poison: over the ring a POISON descriptor; over
+ * the network poison for the whole message in place of the op's first
+ * chunk, and its other chunks are not sent (a phase's staging copies are
+ * one batch: when one is spoilt, so is the first chunk's). Returns 0 when
+ * the ring is full. */
 static int send_poison(nbr_dev_exec_t *exec, nbr_dev_item_t *item)
 {
     const nbr_op_t *op = op_of(exec, item);
@@ -588,10 +589,7 @@ static int send_poison(nbr_dev_exec_t *exec, nbr_dev_item_t *item)
     }
     for (int attempt = 0; attempt < 2; attempt++) { /* the peer waits: once more */
         item->request = MPI_REQUEST_NULL;
-        rc = item->offset == 0
-                 ? nbr_message_poison(op->bytes, op->peer, tag, exec->comm, &item->request)
-                 : nbr_message_post(NBR_MSG_ISEND, exec->scratch, 0, op->peer, tag, exec->comm,
-                                    &item->request, NULL);
+        rc = nbr_message_poison(op->bytes, op->peer, tag, exec->comm, &item->request);
         if (rc == NBR_SUCCESS)
             break;
     }
@@ -642,35 +640,40 @@ static int advance_sends(nbr_dev_exec_t *exec, int last)
 }
 
 /* A channel receive found its descriptor: pull over IPC, or receive by MPI. */
+/* A channel receive ends without taking its descriptor's bytes: the
+ * descriptor is released, and bytes that come by MPI are received and
+ * dropped (their sender waits for MPI to take them). */
+static void drop_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
+{
+    nbr_dev_item_t *item = &exec->items[index];
+    const nbr_op_t *op = op_of(exec, item);
+    int by_mpi = desc->kind == NBR_DESC_MPI && desc->bytes > 0;
+    size_t bytes = (size_t)desc->bytes;
+    release_descriptor(desc, item->seq);
+    if (by_mpi) {
+        MPI_Message none = MPI_MESSAGE_NULL;
+        record(exec, discard(exec, &none, op->peer, exec->core.tag_base + op->tag, bytes, NULL));
+    }
+    item->state = S_DONE;
+}
+
 static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
 {
     nbr_dev_item_t *item = &exec->items[index];
     const nbr_op_t *op = op_of(exec, item);
-    if (desc->kind == NBR_DESC_POISON || exec->poisoned) {
-        /* no bytes to take, or no buffer of ours to take them into */
-        int by_mpi = desc->kind == NBR_DESC_MPI && desc->bytes > 0;
-        size_t bytes = (size_t)desc->bytes;
-        if (desc->kind == NBR_DESC_POISON)
-            record(exec, nbr_message_poisoned(op->peer, item->bytes));
-        release_descriptor(desc, item->seq);
-        if (by_mpi) { /* its sender waits for MPI to take the message */
-            MPI_Message none = MPI_MESSAGE_NULL;
-            record(exec, discard(exec, &none, op->peer, exec->core.tag_base + op->tag, bytes, NULL));
-        }
-        item->state = S_DONE;
+    if (desc->kind == NBR_DESC_POISON) {
+        record(exec, nbr_message_poisoned(op->peer, item->bytes));
+        drop_descriptor(exec, index, desc);
+        return;
+    }
+    if (exec->poisoned) { /* no buffer of ours to take the bytes into */
+        drop_descriptor(exec, index, desc);
         return;
     }
     if (desc->bytes != item->bytes) {
         nbr_message_mismatch(op->peer, (size_t)desc->bytes, item->bytes);
-        int by_mpi = desc->kind == NBR_DESC_MPI && desc->bytes > 0;
-        size_t bytes = (size_t)desc->bytes;
-        release_descriptor(desc, item->seq);
         record(exec, NBR_ERR_TYPE_MISMATCH);
-        if (by_mpi) { /* its sender waits for MPI to take the message */
-            MPI_Message none = MPI_MESSAGE_NULL;
-            record(exec, discard(exec, &none, op->peer, exec->core.tag_base + op->tag, bytes, NULL));
-        }
-        item->state = S_DONE;
+        drop_descriptor(exec, index, desc);
         return;
     }
     if (desc->bytes == 0) {

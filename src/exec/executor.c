@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include "exec/channel.h"
+#include "base/log.h"
 #include "exec/message.h"
 
 #include <sched.h>
@@ -46,7 +47,7 @@ int nbr_executor_create(nbr_exec_domain_t *domain, nbr_executor_t **exec)
         (*exec)->kind = domain->kind;
         (*exec)->domain = domain;
         (*exec)->agree_tag = -1;
-        (*exec)->agree_round = -1;
+        (*exec)->agree_distance = 0;
         (*exec)->agree_requests[0] = (*exec)->agree_requests[1] = MPI_REQUEST_NULL;
     }
     return rc;
@@ -84,6 +85,8 @@ static void leave_in_flight(nbr_executor_t *exec)
     exec->next_in_flight = NULL;
 }
 
+static const nbr_executor_kind_t agreement_only; /* below */
+
 /* ------------------------------------------------------ error agreement */
 
 /* A dissemination over all P ranks: in round k each rank sends the least
@@ -91,54 +94,75 @@ static void leave_in_flight(nbr_executor_t *exec)
  * what rank - 2^k sent; after ceil(log2 P) rounds every rank has seen
  * every rank's. One int per round on the call's own tag, so agreements of
  * calls in flight at once never match each other's messages, and no
- * collective whose order would have to agree across ranks. A post that
- * fails is tried once more (the peer waits for it); a test that fails is
- * tried again at the next step. */
-static void agree_post(nbr_executor_t *exec)
+ * collective whose order would have to agree across ranks. A post or a
+ * test that fails is tried again at the next step (logged, not counted
+ * against the call: a peer waits for the message, a receive left out
+ * would take a later run's, and an error found this late could no longer
+ * reach every rank). Only a request MPI released after a failed test
+ * loses its value: that rank's status then says so. */
+static void agree_fold(nbr_executor_t *exec, int rc)
+{
+    nbr_executor_record(exec, rc);
+    if (rc < exec->agree_out)
+        exec->agree_out = rc;
+}
+
+/* Posts what this round has not posted yet; returns whether both are. */
+static int agree_post(nbr_executor_t *exec)
 {
     const nbr_exec_domain_t *d = exec->domain;
-    int distance = 1 << exec->agree_round;
-    int to = (d->rank + distance) % d->nranks;
-    int from = (d->rank - distance % d->nranks + d->nranks) % d->nranks;
-    static const nbr_message_call_t calls[2] = {NBR_MSG_IRECV, NBR_MSG_ISEND};
-    int *values[2] = {&exec->agree_in, &exec->agree_out};
-    const int peers[2] = {from, to};
+    long distance = exec->agree_distance, p = d->nranks;
+    const int peers[2] = {(int)((d->rank - distance + p) % p), (int)((d->rank + distance) % p)};
     for (int i = 0; i < 2; i++) {
-        int rc = NBR_SUCCESS;
-        for (int attempt = 0; attempt < 2; attempt++)
-            if ((rc = nbr_message_post(calls[i], values[i], sizeof(int), peers[i],
-                                       exec->agree_tag, d->comm, &exec->agree_requests[i],
-                                       NULL)) == NBR_SUCCESS)
-                break;
-        nbr_executor_record(exec, rc);
+        if (exec->agree_posted & (1 << i))
+            continue;
+        if (i == 1)
+            exec->agree_sent = exec->agree_out;
+        int rc = nbr_message_post(i == 0 ? NBR_MSG_IRECV : NBR_MSG_ISEND,
+                                  i == 0 ? &exec->agree_in : &exec->agree_sent, sizeof(int),
+                                  peers[i], exec->agree_tag, d->comm, &exec->agree_requests[i],
+                                  NULL);
+        if (rc == NBR_SUCCESS)
+            exec->agree_posted |= 1 << i;
     }
+    return exec->agree_posted == 3;
 }
 
 static void agree_begin(nbr_executor_t *exec)
 {
     exec->active = 1;
-    exec->agree_round = 0;
+    exec->agree_distance = 1;
+    exec->agree_posted = 0;
     exec->agree_out = exec->status;
     agree_post(exec);
 }
 
 static int agree_advance(nbr_executor_t *exec)
 {
+    if (!agree_post(exec))
+        return 0;
     for (int i = 0; i < 2; i++) {
         int done = 0;
-        if (exec->agree_requests[i] != MPI_REQUEST_NULL &&
-            (PMPI_Test(&exec->agree_requests[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-             !done))
-            return 0;
+        if (exec->agree_requests[i] == MPI_REQUEST_NULL)
+            continue;
+        int mrc = PMPI_Test(&exec->agree_requests[i], &done, MPI_STATUS_IGNORE);
+        if (mrc != MPI_SUCCESS) {
+            int rc = nbr_mpi_failed("MPI_Test", mrc);
+            if (exec->agree_requests[i] == MPI_REQUEST_NULL)
+                agree_fold(exec, rc); /* released: what it carried is lost */
+        } else if (i == 0 && done && exec->agree_in < exec->agree_out)
+            exec->agree_out = exec->agree_in;
+        if (exec->agree_requests[i] != MPI_REQUEST_NULL)
+            return 0; /* not done, or failed with the request still live */
     }
-    if (exec->agree_in < exec->agree_out)
-        exec->agree_out = exec->agree_in;
-    exec->agree_in = NBR_SUCCESS;
-    if ((1 << ++exec->agree_round) < exec->domain->nranks) {
+    long distance = exec->agree_distance;
+    if (distance < exec->domain->nranks - distance) { /* the next round reaches further */
+        exec->agree_distance = (int)(2 * distance);
+        exec->agree_posted = 0;
         agree_post(exec);
         return 1;
     }
-    exec->agree_round = -1;
+    exec->agree_distance = 0;
     exec->active = 0;
     if (exec->agree_out != NBR_SUCCESS)
         nbr_executor_record(exec, NBR_ERR_PEER); /* this rank's own error stays */
@@ -159,7 +183,7 @@ static void plan_ended(nbr_executor_t *exec)
 static int advance(nbr_executor_t *exec, int blocking)
 {
     int moved;
-    if (exec->agree_round >= 0) {
+    if (exec->agree_distance > 0) {
         moved = agree_advance(exec);
     } else {
         moved = exec->kind->advance(exec, blocking);
@@ -188,18 +212,6 @@ static void join_in_flight(nbr_executor_t *exec)
     exec->domain->in_flight = exec;
 }
 
-/* A run that is the agreement alone, from this rank's status. */
-static int agree_alone(nbr_executor_t *exec, int status)
-{
-    exec->status = status;
-    exec->agree_round = -1;
-    if (exec->agree_tag >= 0) {
-        join_in_flight(exec);
-        agree_begin(exec);
-    }
-    return NBR_SUCCESS;
-}
-
 int nbr_executor_start(nbr_executor_t *exec)
 {
     return nbr_executor_start_failed(exec, NBR_SUCCESS);
@@ -210,10 +222,10 @@ int nbr_executor_start_failed(nbr_executor_t *exec, int status)
     if (exec->active || !exec->plan)
         return NBR_ERR_REQUEST;
     exec->status = exec->bind_status != NBR_SUCCESS ? exec->bind_status : status;
-    exec->agree_round = -1;
+    exec->agree_distance = 0;
     join_in_flight(exec);
     int rc = NBR_SUCCESS;
-    if (exec->plan->num_phases > 0)
+    if (exec->plan->num_phases > 0 || exec->kind == &agreement_only)
         rc = exec->kind->begin(exec);
     else
         exec->active = 0; /* nothing to move: straight to its end */
@@ -229,12 +241,38 @@ int nbr_executor_start_failed(nbr_executor_t *exec, int status)
     return rc;
 }
 
-/* The kind of an executor that runs agreements alone: no plan, no bytes. */
+/* The kind of an executor that runs agreements alone: no plan, no bytes;
+ * watching, its step tests what it watches (the run ends when that ends). */
+typedef struct nbr_alone_exec {
+    nbr_executor_t core;
+    int (*watch)(void *arg, int *done);
+    void *watch_arg;
+} nbr_alone_exec_t;
+
 static int alone_create(nbr_exec_domain_t *domain, nbr_executor_t **exec)
 {
     (void)domain;
-    *exec = calloc(1, sizeof(**exec));
-    return *exec ? NBR_SUCCESS : NBR_ERR_NOMEM;
+    nbr_alone_exec_t *alone = calloc(1, sizeof(*alone));
+    *exec = alone ? &alone->core : NULL;
+    return alone ? NBR_SUCCESS : NBR_ERR_NOMEM;
+}
+
+static int alone_begin(nbr_executor_t *core)
+{
+    core->active = ((nbr_alone_exec_t *)core)->watch != NULL;
+    return NBR_SUCCESS;
+}
+
+static int alone_advance(nbr_executor_t *core, int blocking)
+{
+    (void)blocking;
+    nbr_alone_exec_t *alone = (nbr_alone_exec_t *)core;
+    int done = 0, rc = alone->watch ? alone->watch(alone->watch_arg, &done) : NBR_SUCCESS;
+    if (alone->watch && !done)
+        return 0;
+    nbr_executor_record(core, rc);
+    core->active = 0;
+    return 1;
 }
 
 static void alone_destroy(nbr_executor_t *exec)
@@ -242,8 +280,9 @@ static void alone_destroy(nbr_executor_t *exec)
     free(exec);
 }
 
-static const nbr_executor_kind_t agreement_only = {.name = "agreement", .create = alone_create,
-                                                  .destroy = alone_destroy};
+static const nbr_executor_kind_t agreement_only = {
+    .name = "agreement", .create = alone_create, .begin = alone_begin,
+    .advance = alone_advance, .destroy = alone_destroy};
 static const nbr_plan_t no_phases;
 
 int nbr_executor_create_agreement(nbr_exec_domain_t *domain, nbr_executor_t **exec)
@@ -264,12 +303,26 @@ void nbr_executor_on_finish(nbr_executor_t *exec, int (*finish)(void *arg), void
     exec->finish_arg = arg;
 }
 
+int nbr_executor_agree_after(nbr_executor_t *exec, int agree_tag,
+                             int (*watch)(void *arg, int *done), void *arg)
+{
+    if (exec->kind != &agreement_only || exec->active)
+        return NBR_ERR_REQUEST;
+    nbr_alone_exec_t *alone = (nbr_alone_exec_t *)exec;
+    alone->watch = watch;
+    alone->watch_arg = arg;
+    exec->agree_tag = exec->domain->nranks > 1 ? agree_tag : -1;
+    return nbr_executor_start(exec); /* no phases: the watch is its run */
+}
+
 int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status)
 {
     if (exec->kind != &agreement_only || exec->active)
         return NBR_ERR_REQUEST;
+    nbr_alone_exec_t *alone = (nbr_alone_exec_t *)exec;
+    alone->watch = NULL;
     exec->agree_tag = exec->domain->nranks > 1 ? agree_tag : -1;
-    return agree_alone(exec, status);
+    return nbr_executor_start_failed(exec, status);
 }
 
 int nbr_executor_test(nbr_executor_t *exec, int *done)
@@ -303,7 +356,7 @@ void nbr_executor_unbind(nbr_executor_t *exec)
     if (exec->active)
         leave_in_flight(exec);
     exec->active = 0;
-    exec->agree_round = -1;
+    exec->agree_distance = 0;
     if (exec->kind->unbind)
         exec->kind->unbind(exec);
     exec->plan = NULL;

@@ -93,9 +93,11 @@ struct nbr_executor {
      * is the run's. NULL: none. */
     int (*finish)(void *arg);
     void *finish_arg;
-    int agree_tag;   /* >= 0: the run ends with an error agreement on this tag */
-    int agree_round; /* the agreement's round in flight; -1: the plan's run */
-    int agree_out, agree_in;  /* least status seen, sent; a peer's, received */
+    int agree_tag;      /* >= 0: the run ends with an error agreement on this tag */
+    int agree_distance; /* the agreement's round in flight (2^k); 0: not agreeing */
+    int agree_posted;   /* of the round: bit 0 the receive, bit 1 the send */
+    int agree_out;      /* least status seen so far */
+    int agree_sent, agree_in; /* the round's messages: this rank's, the peer's */
     MPI_Request agree_requests[2]; /* receive, send */
     nbr_executor_t *next_in_flight;
 };
@@ -137,6 +139,11 @@ int nbr_executor_start(nbr_executor_t *exec);
  * (as for nbr_executor_bind); test, wait and destroy as any executor. */
 int nbr_executor_create_agreement(nbr_exec_domain_t *domain, nbr_executor_t **exec);
 int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status);
+/* The same once watch says *done (its return is this rank's status); till
+ * then each step of the executor calls it: it is in flight from now on, so
+ * progress made for any call moves it. */
+int nbr_executor_agree_after(nbr_executor_t *exec, int agree_tag,
+                             int (*watch)(void *arg, int *done), void *arg);
 /* Sets exec's finish step (see struct nbr_executor) for the runs of its
  * binding; a new binding clears it. */
 void nbr_executor_on_finish(nbr_executor_t *exec, int (*finish)(void *arg), void *arg);

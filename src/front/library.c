@@ -241,6 +241,12 @@ int nbr_library_test(nbr_request_t req, int *done)
         return nbr_library_wait(req);
     }
     nbr_exec_progress(&req->comm->exec);
+    return nbr_library_poll(req, done);
+}
+
+int nbr_library_poll(void *request, int *done)
+{
+    nbr_request_t req = request;
     int mrc = PMPI_Test(&req->library_request, done, MPI_STATUS_IGNORE);
     if (mrc != MPI_SUCCESS) {
         *done = 1;

@@ -17,6 +17,9 @@ int nbr_library_start(nbr_request_t req);
 /* *done = 1 once the run ended; returns its status then. Moves nbrcoll's
  * other requests on the communicator too. */
 int nbr_library_test(nbr_request_t req, int *done);
+/* A nonblocking call's MPI request tested once, nothing else progressed
+ * (an executor's watch step: exec/executor.h); request is the nbr_request_t. */
+int nbr_library_poll(void *request, int *done);
 int nbr_library_wait(nbr_request_t req);
 
 /* A blocking allgather like the last one the library ran on its

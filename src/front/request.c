@@ -786,7 +786,6 @@ int nbr_request_create(const nbr_call_t *call, MPI_Info info, int persistent,
         req->persistent = persistent;
         req->agree_tag =
             state->config.agree_errors ? tag_base + NBR_TAG_AGREE_IN_CALL : -1;
-        req->agreeing = 0;
         req->comm = state;
         req->user_comm = call->comm;
         nbr_comm_retain(state);
@@ -810,6 +809,23 @@ static int mismatch_says_more(nbr_request_t req, int rc)
                                                                        : rc;
 }
 
+/* nbr_agree_errors on a call the MPI library runs. A nonblocking one is
+ * watched: from its start the request's agreement executor is in flight,
+ * tests the library's request and then agrees, so progress made anywhere
+ * (a blocking call waiting out what is in flight) moves it. A blocking one
+ * agrees right after the library's call. */
+static int watched(nbr_request_t req)
+{
+    return req->agreement && !req->call.blocking;
+}
+
+/* The agreement from this rank's status, to its end. */
+static int agree_now(nbr_request_t req, int rc)
+{
+    nbr_executor_agree(req->agreement, req->agree_tag, rc);
+    return nbr_executor_wait(req->agreement);
+}
+
 int nbr_start(nbr_request_t *request)
 {
     if (!request || !*request)
@@ -819,6 +835,10 @@ int nbr_start(nbr_request_t *request)
         return NBR_ERR_REQUEST;
     if (req->library) {
         int rc = nbr_library_start(req);
+        if (watched(req) && rc == NBR_SUCCESS)
+            rc = nbr_executor_agree_after(req->agreement, req->agree_tag, nbr_library_poll, req);
+        else if (watched(req)) /* the others agree on it: take part, then report */
+            agree_now(req, rc);
         req->running = rc == NBR_SUCCESS;
         return rc == NBR_SUCCESS ? rc : mismatch_says_more(req, rc); /* blocking: it ran */
     }
@@ -848,25 +868,6 @@ static int complete(nbr_request_t *request, int rc)
     return rc;
 }
 
-/* nbr_agree_errors for a call the MPI library ran: its status goes
- * through an agreement of its own (*done = 0 until that ends). Without
- * one, the library's status stands. */
-static int library_agreement(nbr_request_t req, int rc, int blocking, int *done)
-{
-    if (!req->agreement)
-        return rc;
-    if (!req->agreeing) {
-        nbr_executor_agree(req->agreement, req->agree_tag, rc);
-        req->agreeing = 1;
-    }
-    if (blocking)
-        rc = nbr_executor_wait(req->agreement);
-    else if ((rc = nbr_executor_test(req->agreement, done)) == NBR_SUCCESS && !*done)
-        return NBR_SUCCESS;
-    req->agreeing = 0;
-    return rc;
-}
-
 int nbr_wait(nbr_request_t *request)
 {
     if (!request || !*request)
@@ -876,8 +877,10 @@ int nbr_wait(nbr_request_t *request)
         return NBR_SUCCESS; /* an inactive persistent request, as in MPI */
     if (!req->library)
         return complete(request, nbr_executor_wait(req->exec));
-    int rc = req->agreeing ? NBR_SUCCESS : nbr_library_wait(req), done = 1;
-    return complete(request, library_agreement(req, rc, 1, &done));
+    if (watched(req))
+        return complete(request, nbr_executor_wait(req->agreement));
+    int rc = nbr_library_wait(req);
+    return complete(request, req->agreement ? agree_now(req, rc) : rc);
 }
 
 int nbr_test(nbr_request_t *request, int *flag)
@@ -894,11 +897,9 @@ int nbr_test(nbr_request_t *request, int *flag)
         int rc = nbr_executor_test(req->exec, flag);
         return *flag ? complete(request, rc) : rc;
     }
-    int rc = NBR_SUCCESS;
-    if (!req->agreeing && ((rc = nbr_library_test(req, flag)), !*flag))
-        return rc;
-    *flag = 1;
-    rc = library_agreement(req, rc, 0, flag);
+    int rc = watched(req) ? nbr_executor_test(req->agreement, flag) : nbr_library_test(req, flag);
+    if (*flag && req->agreement && !watched(req))
+        rc = agree_now(req, rc);
     return *flag ? complete(request, rc) : rc;
 }
 

@@ -60,10 +60,9 @@ struct nbr_request {
     nbr_executor_t *exec; /* of the communicator's kind; kept with the request */
     /* nbr_agree_errors: the tag this call's runs agree on (-1: off), and
      * for calls the MPI library runs, the executor of that agreement
-     * (kept with the request) and whether it is under way */
+     * (kept with the request) */
     int agree_tag;
     nbr_executor_t *agreement;
-    int agreeing;
     int running;             /* started, not completed yet */
     int persistent;
     nbr_layout_t layout; /* this call's; kept (with its memory) on reuse */

@@ -20,7 +20,7 @@ static int machine_loaded;
 
 /* Fault injection for tests (nbr_probe_hwloc_fail_at): every hwloc call
  * that can fail is counted, and the armed one fails as hwloc would. */
-static long hwloc_fail_at, hwloc_calls;
+static _Atomic long hwloc_fail_at, hwloc_calls; /* probes may run on several threads */
 
 static int hwloc_fails(void)
 {

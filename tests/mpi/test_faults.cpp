@@ -276,6 +276,50 @@ TEST_F(Faults, CollectiveCallsEndInErrorsOrRightResults)
     EXPECT_EQ(sums[2], sums[0] - sums[1]);
 }
 
+// Calls in flight complete in any order on each rank (MPI allows it), and
+// so must their error agreements (NBR_AGREE_ERRORS=1 in the .agree tests;
+// without it this is a plain ordering test): rank 0 makes a blocking call
+// before it waits for an earlier nonblocking one, the others wait for the
+// nonblocking one first. An agreement that moved only when its own request
+// is waited for would leave rank 0 inside the blocking call and the others
+// in the first call's agreement.
+TEST_F(Faults, CallsInFlightFinishInAnyOrder)
+{
+    nbr_graph_t g;
+    const GraphSpec spec{"er_p0.6", kErdosRenyi, 0.6, 0, 0, 7, false};
+    ASSERT_EQ(make_graph(spec, world_size(), &g), NBR_SUCCESS);
+    for (const std::string algo : {"mpi", "naive", "halving"}) {
+        RankComm rc(&g, {{"nbr_algorithm", algo}, {"nbr_ranks_per_node", "2"}});
+        if (!rc.ready(algo, algo.c_str()))
+            continue;
+        Case first, second;
+        first.op = second.op = Op::Allgather;
+        first.bytes = second.bytes = 256;
+        first.variant = Variant::Nonblocking;
+        second.seed = 2;
+        first.check_calls = second.check_calls = false;
+        CaseRunner a(rc.comm, first, algo + " nonblocking"), b(rc.comm, second, algo + " blocking");
+        a.prepare(1);
+        b.prepare(1);
+        a.reference();
+        b.reference();
+        nbr_request_t req = NBR_REQUEST_NULL;
+        EXPECT_EQ(a.call_nonblocking(&req), NBR_SUCCESS) << a.where();
+        if (world_rank() == 0) {
+            EXPECT_EQ(b.call_blocking(), NBR_SUCCESS) << b.where();
+            EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS) << a.where();
+        } else {
+            EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS) << a.where();
+            EXPECT_EQ(b.call_blocking(), NBR_SUCCESS) << b.where();
+        }
+        EXPECT_TRUE(a.check(1)) << a.where();
+        EXPECT_TRUE(b.check(1)) << b.where();
+        if (any_rank(HasFailure()))
+            break;
+    }
+    nbr_graph_free(&g);
+}
+
 // Faults in set-up: nbr_dist_graph_create_adjacent with an algorithm whose
 // pattern is computed then (engine rounds), where every rank must return
 // the same status, and the first call (plan, call facts: engine rounds and
