@@ -579,7 +579,7 @@ static void end_op(nbr_dev_exec_t *exec, int index)
 static int send_poison(nbr_dev_exec_t *exec, nbr_dev_item_t *item)
 {
     const nbr_op_t *op = op_of(exec, item);
-    int tag = exec->core.tag_base + op->tag, rc = NBR_SUCCESS;
+    int tag = exec->core.tag_base + op->tag;
     if (item->path == PATH_CHANNEL) {
         nbr_desc_t content = {.tag = tag, .kind = NBR_DESC_POISON};
         if (!post_descriptor(exec->ctx, item->channel_peer, &content, &item->seq))
@@ -587,13 +587,8 @@ static int send_poison(nbr_dev_exec_t *exec, nbr_dev_item_t *item)
         item->state = S_DONE;
         return 1;
     }
-    for (int attempt = 0; attempt < 2; attempt++) { /* the peer waits: once more */
-        item->request = MPI_REQUEST_NULL;
-        rc = nbr_message_poison(op->bytes, op->peer, tag, exec->comm, &item->request);
-        if (rc == NBR_SUCCESS)
-            break;
-    }
-    record(exec, rc);
+    item->request = MPI_REQUEST_NULL;
+    record(exec, nbr_message_poison(op->bytes, op->peer, tag, exec->comm, &item->request));
     end_op(exec, (int)(item - exec->items));
     item->state = item->request != MPI_REQUEST_NULL ? S_MPI : S_DONE;
     return 1;

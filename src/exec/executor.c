@@ -53,6 +53,12 @@ int nbr_executor_create(nbr_exec_domain_t *domain, nbr_executor_t **exec)
     return rc;
 }
 
+/* One rank alone has nobody to agree with. */
+static int agree_tag_of(const nbr_exec_domain_t *domain, int agree_tag)
+{
+    return domain->nranks > 1 ? agree_tag : -1;
+}
+
 int nbr_executor_bind(nbr_executor_t *exec, const nbr_plan_t *plan,
                       const nbr_exec_buffer_t buffers[NBR_NUM_BUFFERS], int tag_base,
                       int persistent, int agree_tag)
@@ -61,7 +67,7 @@ int nbr_executor_bind(nbr_executor_t *exec, const nbr_plan_t *plan,
         nbr_executor_unbind(exec);
     exec->plan = plan;
     exec->tag_base = tag_base;
-    exec->agree_tag = exec->domain->nranks > 1 ? agree_tag : -1;
+    exec->agree_tag = agree_tag_of(exec->domain, agree_tag);
     exec->active = 0;
     exec->status = NBR_SUCCESS;
     exec->bind_status = NBR_SUCCESS;
@@ -100,13 +106,6 @@ static const nbr_executor_kind_t agreement_only; /* below */
  * would take a later run's, and an error found this late could no longer
  * reach every rank). Only a request MPI released after a failed test
  * loses its value: that rank's status then says so. */
-static void agree_fold(nbr_executor_t *exec, int rc)
-{
-    nbr_executor_record(exec, rc);
-    if (rc < exec->agree_out)
-        exec->agree_out = rc;
-}
-
 /* Posts what this round has not posted yet; returns whether both are. */
 static int agree_post(nbr_executor_t *exec)
 {
@@ -148,8 +147,10 @@ static int agree_advance(nbr_executor_t *exec)
         int mrc = PMPI_Test(&exec->agree_requests[i], &done, MPI_STATUS_IGNORE);
         if (mrc != MPI_SUCCESS) {
             int rc = nbr_mpi_failed("MPI_Test", mrc);
-            if (exec->agree_requests[i] == MPI_REQUEST_NULL)
-                agree_fold(exec, rc); /* released: what it carried is lost */
+            if (exec->agree_requests[i] == MPI_REQUEST_NULL) { /* released: its value is lost */
+                nbr_executor_record(exec, rc);
+                exec->agree_out = rc < exec->agree_out ? rc : exec->agree_out;
+            }
         } else if (i == 0 && done && exec->agree_in < exec->agree_out)
             exec->agree_out = exec->agree_in;
         if (exec->agree_requests[i] != MPI_REQUEST_NULL)
@@ -303,26 +304,29 @@ void nbr_executor_on_finish(nbr_executor_t *exec, int (*finish)(void *arg), void
     exec->finish_arg = arg;
 }
 
-int nbr_executor_agree_after(nbr_executor_t *exec, int agree_tag,
-                             int (*watch)(void *arg, int *done), void *arg)
+/* A run of an agreement executor: no phases, so the watch (if any) is
+ * the run, then the agreement. */
+static int alone_start(nbr_executor_t *exec, int agree_tag, int (*watch)(void *arg, int *done),
+                       void *arg, int status)
 {
     if (exec->kind != &agreement_only || exec->active)
         return NBR_ERR_REQUEST;
     nbr_alone_exec_t *alone = (nbr_alone_exec_t *)exec;
     alone->watch = watch;
     alone->watch_arg = arg;
-    exec->agree_tag = exec->domain->nranks > 1 ? agree_tag : -1;
-    return nbr_executor_start(exec); /* no phases: the watch is its run */
+    exec->agree_tag = agree_tag_of(exec->domain, agree_tag);
+    return nbr_executor_start_failed(exec, status);
+}
+
+int nbr_executor_agree_after(nbr_executor_t *exec, int agree_tag,
+                             int (*watch)(void *arg, int *done), void *arg)
+{
+    return alone_start(exec, agree_tag, watch, arg, NBR_SUCCESS);
 }
 
 int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status)
 {
-    if (exec->kind != &agreement_only || exec->active)
-        return NBR_ERR_REQUEST;
-    nbr_alone_exec_t *alone = (nbr_alone_exec_t *)exec;
-    alone->watch = NULL;
-    exec->agree_tag = exec->domain->nranks > 1 ? agree_tag : -1;
-    return nbr_executor_start_failed(exec, status);
+    return alone_start(exec, agree_tag, NULL, NULL, status);
 }
 
 int nbr_executor_test(nbr_executor_t *exec, int *done)

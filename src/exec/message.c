@@ -105,7 +105,11 @@ int nbr_message_probed(const MPI_Status *status, size_t *bytes)
 int nbr_message_poison(size_t bytes, int peer, int tag, MPI_Comm comm, MPI_Request *request)
 {
     static const char byte = 0;
-    int mrc = MPI_Isend(&byte, bytes > 0 ? 0 : 1, MPI_BYTE, peer, tag, comm, request);
+    int mrc = MPI_SUCCESS;
+    for (int attempt = 0; attempt < 2; attempt++) /* the peer waits for it: once more */
+        if ((mrc = MPI_Isend(&byte, bytes > 0 ? 0 : 1, MPI_BYTE, peer, tag, comm, request)) ==
+            MPI_SUCCESS)
+            break;
     return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_mpi_failed("MPI_Isend (poison)", mrc);
 }
 

@@ -34,7 +34,8 @@ int nbr_message_probed(const MPI_Status *status, size_t *bytes);
  * owes in the run: a length no receive of that message takes as data
  * (nothing where bytes are expected, one byte where none are). The
  * receiver learns of the failure (NBR_ERR_PEER, and poisons what it owes in
- * turn), and no rank waits for a message that will not come. */
+ * turn), and no rank waits for a message that will not come. A post that
+ * fails is tried once more. */
 int nbr_message_poison(size_t bytes, int peer, int tag, MPI_Comm comm, MPI_Request *request);
 
 /* Logs that peer sent poison in place of a message of `expected` bytes;
