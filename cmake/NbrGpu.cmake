@@ -144,3 +144,51 @@ if(NOT NBR_DEVICE_BACKENDS)
   set(NBR_DEVICE_BACKENDS "none")
 endif()
 string(REPLACE ";" ", " NBR_DEVICE_BACKENDS "${NBR_DEVICE_BACKENDS}")
+
+# The two builds of a GPU source written against HIP names (gpu_port.h):
+# the library's device backends and nbr_spmm's kernel both use them.
+#
+# nbr_hip_object(<target> <source> <object-var> [INCLUDES dir...] [DEPENDS file...])
+# hipcc is not a CMake language here: a custom command builds the object
+# with the flags CMake would have given (PIC, hidden symbols, warnings);
+# <target> owns the command and <object-var> receives the object's path.
+function(nbr_hip_object target source object_var)
+  cmake_parse_arguments(ARG "" "" "INCLUDES;DEPENDS" ${ARGN})
+  set(object ${CMAKE_CURRENT_BINARY_DIR}/${target}.o)
+  set(flags -x hip -std=c++17 -O3 -fPIC -fvisibility=hidden -fno-exceptions -fno-rtti
+    -Wall -Wextra -Wshadow -Wno-unused-parameter
+    -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1)
+  foreach(dir IN LISTS ARG_INCLUDES MPI_C_INCLUDE_DIRS)
+    list(APPEND flags -I${dir})
+  endforeach()
+  foreach(arch IN LISTS NBR_HIP_TARGETS)
+    list(APPEND flags --offload-arch=${arch})
+  endforeach()
+  if(NBR_WERROR)
+    list(APPEND flags -Werror)
+  endif()
+  add_custom_command(OUTPUT ${object}
+    COMMAND ${CMAKE_COMMAND} -E env TMPDIR=${NBR_HIPCC_TMPDIR}
+            ${NBR_HIPCC} ${flags} -c ${source} -o ${object}
+    DEPENDS ${source} ${ARG_DEPENDS}
+    COMMENT "Building HIP object ${source} for ${NBR_HIP_TARGETS}"
+    VERBATIM)
+  add_custom_target(${target} DEPENDS ${object})
+  set(${object_var} ${object} PARENT_SCOPE)
+endfunction()
+
+# nbr_cuda_object(<target> <source> [INCLUDES dir...]): an OBJECT library
+# through CMake's CUDA language, with the same warnings and hidden symbols.
+function(nbr_cuda_object target source)
+  cmake_parse_arguments(ARG "" "" "INCLUDES" ${ARGN})
+  add_library(${target} OBJECT ${source})
+  target_include_directories(${target} PRIVATE ${ARG_INCLUDES} ${MPI_C_INCLUDE_DIRS})
+  set_target_properties(${target} PROPERTIES
+    CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
+    CUDA_VISIBILITY_PRESET hidden POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(${target} PRIVATE
+    -Xcompiler=-fno-exceptions,-Wall,-Wextra,-Wshadow,-Wno-unused-parameter)
+  if(NBR_WERROR)
+    target_compile_options(${target} PRIVATE -Werror=all-warnings -Xcompiler=-Werror)
+  endif()
+endfunction()
