@@ -39,8 +39,12 @@ static int next_line(reader_t *r)
 {
     if (!gzgets(r->file, r->buf, (int)sizeof r->buf)) {
         int code = 0;
-        gzerror(r->file, &code);
-        return code == Z_OK || code == Z_STREAM_END ? 0 : fail(r, "cannot read the file");
+        const char *why = gzerror(r->file, &code);
+        if (code == Z_OK || code == Z_STREAM_END)
+            return 0;
+        /* zlib says "unexpected end of file" for a cut-off .gz */
+        return fail(r, "cannot read past this line: %s (truncated or corrupt gzip data?)",
+                    code == Z_ERRNO ? strerror(errno) : why);
     }
     r->line++;
     size_t n = strlen(r->buf);

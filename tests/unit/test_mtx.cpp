@@ -9,6 +9,7 @@ extern "C" {
 #include <cstdio>
 #include <string>
 #include <unistd.h>
+#include <zlib.h>
 
 namespace {
 
@@ -57,8 +58,10 @@ TEST(MatrixMarket, SharedMatrices)
         int rows;
         long nnz;
         bool values;
-    } cases[] = {{"dwt_193.mtx.gz", 193, 3493, false},
-                 {"bcsstk01.mtx.gz", 48, 400, true},
+    } cases[] = {{"dwt_193.mtx.gz", 193, 3493, false},   {"ash292.mtx.gz", 292, 2208, false},
+                 {"bcsstk13.mtx.gz", 2003, 83883, true},  {"crack.mtx.gz", 10240, 60760, false},
+                 {"delaunay_n10.mtx.gz", 1024, 6112, false}, {"can_256.mtx.gz", 256, 2916, false},
+                 {"bcsstk01.mtx.gz", 48, 400, true},      {"1138_bus.mtx.gz", 1138, 4054, true},
                  {"west0479.mtx.gz", 479, 1910, true}};
     for (const auto &c : cases) {
         bh_matrix_t m;
@@ -141,4 +144,33 @@ TEST(MatrixMarket, MalformedFilesNameTheLine)
     char err[512] = "";
     EXPECT_EQ(bh_matrix_read("/nonexistent/x.mtx", &m, err, sizeof err), -1);
     EXPECT_NE(std::string(err).find("cannot open"), std::string::npos) << err;
+}
+
+// A gzip stream cut short: zlib's error, not a short matrix read as whole.
+TEST(MatrixMarket, TruncatedGzipIsRefused)
+{
+    char name[] = "/tmp/nbr-mtx-gz-XXXXXX";
+    int fd = mkstemp(name);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    gzFile gz = gzopen(name, "wb");
+    ASSERT_NE(gz, nullptr);
+    gzputs(gz, general);
+    gzputs(gz, "300 300 600\n");
+    for (int i = 0; i < 600; i++)
+        gzprintf(gz, "%d %d %d.25\n", 1 + i % 300, 1 + (i * 7) % 300, i);
+    gzclose(gz);
+    bh_matrix_t m;
+    char err[512] = "";
+    ASSERT_EQ(bh_matrix_read(name, &m, err, sizeof err), 0) << "the whole file reads: " << err;
+    bh_matrix_free(&m);
+    FILE *f = fopen(name, "rb");
+    ASSERT_NE(f, nullptr);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    ASSERT_EQ(truncate(name, size / 2), 0);
+    EXPECT_EQ(bh_matrix_read(name, &m, err, sizeof err), -1);
+    EXPECT_NE(std::string(err).find("truncated or corrupt gzip data"), std::string::npos) << err;
+    unlink(name);
 }
