@@ -11,8 +11,23 @@
 
 /* ===================================================== generic parsing */
 
+static int is_flag(const char *name, const char *const *flags)
+{
+    for (; flags && *flags; flags++)
+        if (strcmp(name, *flags) == 0)
+            return 1;
+    return 0;
+}
+
 int bh_parse_argv(int argc, char **argv, bh_option_fn apply, void *ctx,
                   char *err, size_t errlen)
+{
+    return bh_parse_argv_flags(argc, argv, NULL, apply, ctx, err, errlen);
+}
+
+int bh_parse_argv_flags(int argc, char **argv, const char *const *flags,
+                        bh_option_fn apply, void *ctx, char *err,
+                        size_t errlen)
 {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -32,7 +47,7 @@ int bh_parse_argv(int argc, char **argv, bh_option_fn apply, void *ctx,
         memcpy(name, arg + 2, len);
         name[len] = '\0';
         const char *val = eq ? eq + 1 : NULL;
-        if (!val) {
+        if (!val && !is_flag(name, flags)) {
             if (i + 1 >= argc) {
                 snprintf(err, errlen, "option '--%s' needs a value", name);
                 return -1;

@@ -24,6 +24,12 @@ typedef int (*bh_option_fn)(const char *name, const char *val, void *ctx,
 int bh_parse_argv(int argc, char **argv, bh_option_fn apply, void *ctx,
                   char *err, size_t errlen);
 
+/* The same where the names in flags (NULL-terminated) take no value:
+ * "--name" alone applies with val NULL, "--name=value" with its value. */
+int bh_parse_argv_flags(int argc, char **argv, const char *const *flags,
+                        bh_option_fn apply, void *ctx, char *err,
+                        size_t errlen);
+
 /* Parses a whole decimal integer in [lo, hi]; 0 on success. */
 int bh_parse_long(const char *s, long lo, long hi, long *out);
 
