@@ -18,10 +18,11 @@ import argparse
 import csv
 import math
 import os
-import shutil
-import subprocess
 import sys
 from collections import defaultdict
+
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+import gnuplot_png  # noqa: E402 (bench/gnuplot_png.py, beside this script)
 
 FIXED = ["naive", "halving", "combining", "leader"]
 PLOTTED = ["naive", "halving", "combining", "leader", "auto"]
@@ -153,54 +154,30 @@ def sim_table(config, points, predicted, order, out):
 
 def plot(config, points, order, outdir):
     """OUT/CONFIG.png via gnuplot; returns the path or None."""
-    if not shutil.which("gnuplot"):
+    if not gnuplot_png.have_gnuplot():
         return None
-    dat = os.path.join(outdir, config + ".dat")
-    blocks = {}
-    with open(dat, "w") as f:
-        for pattern in order:
-            keys = sorted(k for k in points if k[0] == pattern)
-            for a in PLOTTED:
-                rows = [(b, med(points[(p, b)]["mpi"]) / med(points[(p, b)][a]))
-                        for (p, b) in keys
-                        if a in points[(p, b)] and "mpi" in points[(p, b)]]
-                if not rows:
-                    continue
-                blocks[(pattern, a)] = len(blocks)
-                f.write("# %s %s\n" % (pattern, a))
-                for b, s in rows:
-                    f.write("%d %.4f\n" % (b, s))
-                f.write("\n\n")
-    panels = [p for p in order if any(k[0] == p for k in blocks)]
+    panels = []
+    for pattern in order:
+        keys = sorted(k for k in points if k[0] == pattern)
+        series = []
+        for a in PLOTTED:
+            rows = [(b, med(points[(p, b)]["mpi"]) / med(points[(p, b)][a]))
+                    for (p, b) in keys
+                    if a in points[(p, b)] and "mpi" in points[(p, b)]]
+            if rows:
+                series.append((a, rows))
+        if series:
+            panels.append((pattern, series))
     if not panels:
         return None
-    png = os.path.join(outdir, config + ".png")
-    cols = 4 if len(panels) > 4 else len(panels)
-    rows = (len(panels) + cols - 1) // cols
-    g = ["set terminal pngcairo noenhanced size %d,%d font ',9'"
-         % (420 * cols, 340 * rows),
-         "set output '%s'" % png,
-         "set multiplot layout %d,%d title 'nbrcoll %s: speedup over MPI_"
-         "Neighbor_allgather (median; > 1 is faster)'" % (rows, cols, config),
-         "set logscale x 4", "set logscale y 2", "set grid",
+    return gnuplot_png.speedup_panels(
+        os.path.join(outdir, config + ".png"),
+        "nbrcoll %s: speedup over MPI_Neighbor_allgather (median; > 1 is "
+        "faster)" % config, panels,
+        ["set logscale x 4", "set logscale y 2", "set grid",
          "set xtics 16, 64", "set format x '%.0b%BB'",
-         "set xlabel 'bytes per neighbor'",
-         "set key top left"]
-    styles = {"auto": "lw 3 lc rgb 'black'", "naive": "lc rgb '#888888'",
-              "halving": "lc rgb '#1f77b4'", "combining": "lc rgb '#2ca02c'",
-              "leader": "lc rgb '#d62728'"}
-    for pattern in panels:
-        g.append("set title '%s'" % pattern)
-        parts = ["1 notitle lc rgb '#bbbbbb' dt 2"]
-        for a in PLOTTED:
-            if (pattern, a) in blocks:
-                parts.append("'%s' index %d with linespoints %s title '%s'"
-                             % (dat, blocks[(pattern, a)], styles[a], a))
-        g.append("plot " + ", ".join(parts))
-    g.append("unset multiplot")
-    subprocess.run(["gnuplot"], input="\n".join(g) + "\n", text=True,
-                   check=True)
-    return png
+         "set xlabel 'bytes per neighbor'", "set key top left"],
+        dat=os.path.join(outdir, config + ".dat"))
 
 
 def main():

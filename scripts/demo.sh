@@ -2,8 +2,9 @@
 # The demo: installs what is missing, builds, and runs nbr_bench on 8 local
 # ranks (2 virtual nodes of 4): nbrcoll's default (auto) and each fixed
 # algorithm against the MPI library's own MPI_Neighbor_allgather, results
-# checked before timing. (As root, bench/cluster/local-cluster.sh runs the
-# same on an emulated cluster with real links: bench/README.md.)
+# checked before timing, and ends with their plot (a PNG). (As root,
+# bench/cluster/local-cluster.sh runs the same on an emulated cluster with
+# real links: bench/README.md.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -25,3 +26,7 @@ echo "plain MPI:  $(mpirun --oversubscribe -np 8 "$build/rsg_nonblocking")"
 echo "drop-in:    $(mpirun --oversubscribe -np 8 -x LD_PRELOAD="$PWD/$build/src/libnbrcoll_mpi.so" \
   -x NBR_RANKS_PER_NODE=4 -x NBR_LOG=info "$build/rsg_nonblocking" 2>"$build/dropin.log")"
 grep -m2 "info\] comm 0" "$build/dropin.log"
+
+# The timings as a figure: speedup over mpi against the message size, one
+# line per algorithm (bench/plot.py, gnuplot); its path is the last line.
+python3 bench/plot.py "$build/demo.csv" | sed 's/^/plot: /'
