@@ -11,6 +11,7 @@ PACKAGES=(
   iproute2                                # bench/cluster: namespaces, tc
   python3 gnuplot-nox                     # bench/grid.sh: report and plots
   zlib1g-dev                              # bench: Matrix Market files, gzipped
+  slurm-wlm munge                         # bench/batch test: a private local Slurm
 )
 
 missing=()
