@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The device-layer check on a machine with a GPU, in one command: builds
 # with the CUDA (or HIP) backend, runs the GPU tests with device buffers
-# and the two nbr_bench runs of bench/README.md ("The GPU run"), and
+# and the two nbr_bench runs of bench/README.md ("The GPU run"), then
+# nbr_spmm on the papers' matrices with host buffers (CPU kernel) and with
+# device buffers (GPU kernel), both checked, and
 # writes everything, each output under the exact command that made it,
 # into OUTDIR.
 #
@@ -55,7 +57,7 @@ fi
 
 # GPU tests: the backend's own tests and the MPI suites with device buffers
 # (they skip, saying why, without a GPU; --small runs the emulated suites).
-selected='GpuBackend|CudaProbe|mpi\.gpu\.'
+selected='GpuBackend|CudaProbe|mpi\.gpu\.|spmm\.gpu\.'
 [ "$small" = 1 ] && selected='mpi\.emulate\.device\.np8'
 status=0
 if [ "$tests" = 1 ]; then
@@ -74,6 +76,21 @@ record rsg-device.txt "${run[@]}" "${bench[@]}" --pattern rsg --density 0.4 \
     --csv "$out/rsg-device.csv" || status=1
 record moore-device.txt "${run[@]}" "${bench[@]}" --pattern moore --dims 2 --radius 1 \
     --csv "$out/moore-device.csv" || status=1
+
+# SpMM: the same matrices and algorithms with the CPU kernel on host
+# buffers, then the GPU kernel on device buffers (auto: a real GPU; under
+# --small, the emulated device and the CPU kernel again)
+matrices=()
+for m in crack bcsstk13 delaunay_n10 dwt_193 ash292; do
+    matrices+=(--matrix tests/data/matrices/$m.mtx.gz)
+done
+spmm_iters=(--iters 50 --warmup 5)
+[ "$small" = 1 ] && spmm_iters=(--iters 3 --warmup 1)
+for memory in host device; do
+    record "spmm-$memory.txt" "${run[@]}" "$BUILD_DIR/bench/spmm/nbr_spmm" "${matrices[@]}" \
+        --memory "$memory" --ranks-per-node "$rpn" --check "${spmm_iters[@]}" \
+        --csv "$out/spmm-$memory.csv" || status=1
+done
 
 echo "gpu-run.sh: results in $out ($( [ $status = 0 ] && echo 'all steps passed' ||
     echo 'a step failed: see its file'))"

@@ -4,15 +4,19 @@ every algorithm, --check, on host buffers split by rows and on emulated
 device buffers split by nonzeros. The graph each run builds (its --graph
 file, read back from the communicators) must equal the one this script
 works out on its own from the Matrix Market file; every row of the CSV must
-say "ok". With --errors, malformed inputs must fail cleanly instead.
+say "ok". With --errors, malformed inputs must fail cleanly instead. With
+--gpu, device buffers on a real GPU: the GPU kernel's C checked against the
+serial CPU product, its time shown beside the CPU kernel's on host buffers;
+exit 77 (skip) with the reason where there is no GPU.
 
-usage: test_spmm.py --spmm BIN --ranks N [--mpirun CMD] [--errors]
+usage: test_spmm.py --spmm BIN --ranks N [--mpirun CMD] [--errors | --gpu]
 """
 import argparse
 import csv
 import glob
 import gzip
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -200,19 +204,68 @@ def check_errors(args, tmp):
     return failures
 
 
+SKIP = 77
+
+
+def check_gpu(args, tmp):
+    """The GPU kernel against the CPU: returns (failures, skip reason)."""
+    launch = args.mpirun.split() + ["-np", str(args.ranks)]
+    compute = {}
+    for memory in ("host", "device"):
+        table = os.path.join(tmp, "gpu-%s.csv" % memory)
+        cmd = launch + [args.spmm, "--memory", memory, "--check", "--iters", "5",
+                        "--warmup", "1", "--algorithms", "mpi,auto", "--csv", table]
+        for m in MATRICES:
+            cmd += ["--matrix", m]
+        env = dict(os.environ)
+        env.pop("NBR_DEVICE", None)  # auto: the GPU runtime if there is one
+        p = run(cmd, env)
+        said = p.stdout + p.stderr
+        if memory == "device":
+            kernels = set(re.findall(r"kernel (\w+);", p.stdout))
+            if p.returncode != 0 and "nbr_mem_alloc failed" in said:
+                return [], "no GPU here: nbr_mem_alloc failed"
+            if p.returncode == 0 and kernels == {"cpu"}:
+                return [], "no GPU here: the device buffers are not GPU memory"
+        if p.returncode != 0:
+            return ["%s: exit %d\n%s" % (" ".join(cmd), p.returncode, said[-3000:])], None
+        if memory == "device" and kernels - {"cuda", "hip"}:
+            return ["GPU run used kernels %s" % sorted(kernels)], None
+        with open(table) as f:
+            for r in csv.DictReader(f):
+                if r["check"] != "ok":
+                    return ["%s %s %s: check %s" % (r["matrix"], memory, r["algorithm"],
+                                                    r["check"])], None
+                if r["algorithm"] == "mpi":
+                    compute[(r["matrix"], memory)] = (r["kernel"], float(r["compute_us"]))
+    print("%-22s %16s %16s" % ("matrix", "cpu kernel us", "gpu kernel us"))
+    for m in MATRICES:
+        name = os.path.basename(m)
+        host, dev = compute[(name, "host")], compute[(name, "device")]
+        print("%-22s %16.1f %12.1f %s" % (name, host[1], dev[1], dev[0]))
+    return [], None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--spmm", required=True)
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--mpirun", default="mpirun --oversubscribe")
     ap.add_argument("--errors", action="store_true")
+    ap.add_argument("--gpu", action="store_true")
     args = ap.parse_args()
     if len(MATRICES) < 9:
         print("test_spmm: expected the 9 matrices of tests/data/matrices, "
               "found %d" % len(MATRICES))
         return 1
     with tempfile.TemporaryDirectory() as tmp:
-        failures = (check_errors if args.errors else check_runs)(args, tmp)
+        if args.gpu:
+            failures, skip = check_gpu(args, tmp)
+            if skip:
+                print("test_spmm: SKIP: " + skip)
+                return SKIP
+        else:
+            failures = (check_errors if args.errors else check_runs)(args, tmp)
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0
