@@ -19,6 +19,7 @@
 #include "harness/common.h"
 #include "harness/graphs.h"
 #include "harness/options.h"
+#include "harness/spmm_plan.h"
 
 #include <limits.h>
 #include <math.h>
@@ -47,6 +48,9 @@ typedef struct options {
     const char *algorithms[MAX_ALGORITHMS];
     int num_algorithms;
     const char *csv;
+    const char *matrix;     /* nbr_spmm's exchange of this file instead */
+    int cols;               /* its dense columns */
+    spmm_split_t split;
 } options_t;
 
 static void usage(FILE *out)
@@ -58,6 +62,9 @@ static void usage(FILE *out)
             "\n"
             "graph (as nbr_bench):\n"
             "  --pattern rsg|moore --density P --seed S --dims D --radius R\n"
+            "  --matrix FILE          instead: nbr_spmm's allgatherv of this Matrix Market\n"
+            "                         file's rows of B (bench/README.md, nbr_spmm)\n"
+            "  --cols K --partition rows|nnz   its dense columns [32] and row split [rows]\n"
             "job:\n"
             "  --ranks N              ranks [128]\n"
             "  --ranks-per-node R     ranks per node [8]\n"
@@ -82,8 +89,9 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
     options_t *o = ctx;
     long l = 0;
     int bad = 0, graph = bh_graph_option(name, val, &o->graph);
-    if (graph <= 0) {
-        bad = graph < 0;
+    int spmm = graph > 0 ? spmm_option(name, val, &o->cols, &o->split) : 1;
+    if (graph <= 0 || spmm <= 0) {
+        bad = graph < 0 || spmm < 0;
     } else if (!strcmp(name, "ranks")) {
         bad = bh_parse_long(val, 1, INT_MAX / 2, &l);
         o->ranks = (int)l;
@@ -122,6 +130,8 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
         }
     } else if (!strcmp(name, "csv")) {
         o->csv = val;
+    } else if (!strcmp(name, "matrix")) {
+        o->matrix = val;
     } else {
         snprintf(err, errlen, "unknown option '--%s'", name);
         return -1;
@@ -259,11 +269,59 @@ static int price(call_t *c, nbr_job_t *job, int size_round, nbr_sim_result_t *re
     return rc;
 }
 
+/* nbr_spmm's exchange of o->matrix over o->ranks ranks: its graph and the
+ * bytes each rank sends (its B rows, 8-byte values, o->cols of them). */
+static int matrix_job(const options_t *o, nbr_graph_t *graph, uint64_t **block, char *label,
+                      size_t labelsz)
+{
+    bh_matrix_t m;
+    spmm_job_t job;
+    char err[512];
+    if (bh_matrix_read(o->matrix, &m, err, sizeof err) != 0) {
+        fprintf(stderr, "nbr_sim: %s\n", err);
+        return NBR_ERR_IO;
+    }
+    int rc = spmm_job_build(&m, o->ranks, o->split, &job) == 0 ? NBR_SUCCESS : NBR_ERR_NOMEM;
+    if (rc == NBR_SUCCESS)
+        rc = nbr_graph_from_edges(o->ranks, job.nedges, job.edge_src, job.edge_dst, graph);
+    *block = rc == NBR_SUCCESS ? malloc((size_t)o->ranks * sizeof(uint64_t)) : NULL;
+    if (rc == NBR_SUCCESS && !*block)
+        rc = NBR_ERR_NOMEM;
+    for (int r = 0; rc == NBR_SUCCESS && r < o->ranks; r++)
+        (*block)[r] = (uint64_t)job.send_rows[r] * (uint64_t)o->cols * sizeof(double);
+    const char *base = strrchr(o->matrix, '/');
+    snprintf(label, labelsz, "%s(k=%d,%s)", base ? base + 1 : o->matrix, o->cols,
+             o->split == SPMM_SPLIT_NNZ ? "nnz" : "rows");
+    if (job.nranks)
+        spmm_job_free(&job);
+    bh_matrix_free(&m);
+    return rc;
+}
+
+/* allgatherv layouts of blocks of block[r] bytes, slots back to back. */
+static int block_layouts(const nbr_graph_t *g, const uint64_t *block, nbr_layout_t *layouts)
+{
+    for (int r = 0; r < g->nranks; r++) {
+        int indeg = nbr_graph_indegree(g, r);
+        const int *in = nbr_graph_in(g, r);
+        int rc = nbr_layout_reserve(&layouts[r], NBR_COLL_ALLGATHERV, 1, indeg);
+        if (rc != NBR_SUCCESS)
+            return rc;
+        layouts[r].send[0] = (nbr_slot_t){0, block[r]};
+        size_t offset = 0;
+        for (int i = 0; i < indeg; i++) {
+            layouts[r].recv[i] = (nbr_slot_t){offset, block[in[i]]};
+            offset += block[in[i]];
+        }
+    }
+    return NBR_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     options_t o = {.graph = {BH_PATTERN_RSG, 0.3, 1, 2, 1}, .ranks = 128, .ranks_per_node = 8,
                    .coll = BH_COLL_ALLGATHER, .min_bytes = 8, .max_bytes = 16 * BH_MIB,
-                   .step = 4};
+                   .step = 4, .cols = 32, .split = SPMM_SPLIT_ROWS};
     char err[256] = "";
     bh_set_progname("nbr_sim");
     int parsed = bh_parse_argv(argc, argv, apply, &o, err, sizeof err);
@@ -296,7 +354,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "nbr_sim: %s\n", why);
         return 1;
     }
-    if (bh_graph_generate(&o.graph, o.ranks, &graph) != NBR_SUCCESS ||
+    uint64_t *matrix_block = NULL; /* --matrix: each rank's block, one call */
+    char pattern[128];
+    bh_pattern_label(&o.graph, pattern, sizeof pattern);
+    if (o.matrix) {
+        o.coll = BH_COLL_ALLGATHERV;
+        o.min_bytes = o.max_bytes = 1; /* the loop below runs once */
+    }
+    if ((o.matrix ? matrix_job(&o, &graph, &matrix_block, pattern, sizeof pattern)
+                  : bh_graph_generate(&o.graph, o.ranks, &graph)) != NBR_SUCCESS ||
         make_locality(&o, &loc) != NBR_SUCCESS) {
         fprintf(stderr, "nbr_sim: cannot set the job up\n");
         return 1;
@@ -311,8 +377,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "nbr_sim: %s\n", o.csv && !csv ? "cannot write the CSV file" : "no memory");
         return 1;
     }
-    char pattern[128];
-    bh_pattern_label(&o.graph, pattern, sizeof pattern);
     printf("# nbr_sim: %s, %d ranks, %d per node (%d nodes), node model %s, machine %s, "
            "%s, %s buffers\n",
            pattern, o.ranks, o.ranks_per_node, loc.num_nodes,
@@ -350,12 +414,19 @@ int main(int argc, char **argv)
         setup[a] = bh_now() - t0;
     }
     int status = 0;
-    for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;
+    int calls = 0; /* --matrix prices its one call */
+    for (uint64_t bytes = o.min_bytes;
+         bytes <= o.max_bytes && status == 0 && !(matrix_block && calls++ > 0);
          bytes = bytes * (uint64_t)o.step) {
-        if (nbr_job_layouts(&graph, coll, bytes, c.layouts) != NBR_SUCCESS)
+        if ((matrix_block ? block_layouts(&graph, matrix_block, c.layouts)
+                          : nbr_job_layouts(&graph, coll, bytes, c.layouts)) != NBR_SUCCESS)
             return 1;
-        for (int r = 0; r < o.ranks; r++)
+        for (int r = 0; r < o.ranks; r++) {
             c.block_sizes[r] = c.layouts[r].send[0].bytes;
+            /* --matrix: the bytes column is the largest block */
+            if (matrix_block && (r == 0 || c.block_sizes[r] > bytes))
+                bytes = c.block_sizes[r];
+        }
         memset(seen, 0, ((size_t)loc.num_nodes + 1) * sizeof(int));
         double floor = floor_bytes(&graph, &loc, c.layouts, seen), naive = 0;
         char label[32];
@@ -432,6 +503,7 @@ int main(int argc, char **argv)
     free(c.plans);
     free(c.layouts);
     free(c.block_sizes);
+    free(matrix_block);
     free(seen);
     if (csv)
         fclose(csv);

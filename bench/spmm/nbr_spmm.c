@@ -32,7 +32,7 @@
 #include "harness/timing.h"
 #include "nbrcoll.h"
 #include "spmm_kernel.h"
-#include "spmm_plan.h"
+#include "harness/spmm_plan.h"
 
 /* The MPI library's persistent allgatherv: MPI-4's, Open MPI 4's
  * extension, or none (a nonblocking call per start). */
@@ -90,19 +90,15 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
 {
     options_t *o = ctx;
     long l = 0;
-    int bad = 0;
-    if (!strcmp(name, "matrix")) {
+    int bad = 0, spmm = spmm_option(name, val, &o->cols, &o->split);
+    if (spmm <= 0) {
+        bad = spmm < 0;
+    } else if (!strcmp(name, "matrix")) {
         if (o->nmatrices == MAX_MATRICES) {
             snprintf(err, errlen, "at most %d --matrix files", MAX_MATRICES);
             return -1;
         }
         o->matrix[o->nmatrices++] = val;
-    } else if (!strcmp(name, "cols")) {
-        bad = bh_parse_long(val, 1, 1 << 16, &l);
-        o->cols = (int)l;
-    } else if (!strcmp(name, "partition")) {
-        bad = strcmp(val, "rows") && strcmp(val, "nnz");
-        o->split = !strcmp(val, "nnz") ? SPMM_SPLIT_NNZ : SPMM_SPLIT_ROWS;
     } else if (!strcmp(name, "memory")) {
         bad = strcmp(val, "host") && strcmp(val, "device");
         o->device = !strcmp(val, "device");

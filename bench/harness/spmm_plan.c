@@ -1,7 +1,9 @@
-#include "spmm_plan.h"
+#include "harness/spmm_plan.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "harness/options.h"
 
 static long first_row_by_count(int r, int nranks, long rows)
 {
@@ -219,4 +221,22 @@ double spmm_b_value(long i, int j)
 {
     /* small integers over a power of two: exact, and no two neighbours alike */
     return (double)((i * 7 + (long)j * 13) % 61 - 30) / 16.0;
+}
+
+int spmm_option(const char *name, const char *val, int *cols, spmm_split_t *split)
+{
+    long l = 0;
+    if (!strcmp(name, "cols")) {
+        if (bh_parse_long(val, 1, 1 << 16, &l) != 0)
+            return -1;
+        *cols = (int)l;
+        return 0;
+    }
+    if (!strcmp(name, "partition")) {
+        if (strcmp(val, "rows") && strcmp(val, "nnz"))
+            return -1;
+        *split = !strcmp(val, "nnz") ? SPMM_SPLIT_NNZ : SPMM_SPLIT_ROWS;
+        return 0;
+    }
+    return 1;
 }

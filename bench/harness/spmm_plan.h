@@ -1,4 +1,5 @@
-/* What one rank of nbr_spmm holds and exchanges, worked out from the whole
+/* What one rank of nbr_spmm holds and exchanges (nbr_sim --matrix prices
+ * the same exchange), worked out from the whole
  * matrix (every rank reads it and computes the same answer, so no set-up
  * messages are needed). Pure C, no MPI.
  *
@@ -59,6 +60,11 @@ typedef struct spmm_rank {
 
 int spmm_rank_build(const bh_matrix_t *A, const spmm_job_t *job, int rank, spmm_rank_t *me);
 void spmm_rank_free(spmm_rank_t *me);
+
+/* The options of every program of this exchange: --cols K (dense
+ * columns) and --partition rows|nnz. 0 applied, -1 a bad value, 1 not one
+ * of them. */
+int spmm_option(const char *name, const char *val, int *cols, spmm_split_t *split);
 
 /* B's entry (row i, column j): deterministic, the same on every rank. */
 double spmm_b_value(long i, int j);
