@@ -71,9 +71,12 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
     options_t *o = ctx;
     long l = 0;
     int graph = bh_graph_option(name, val, &o->graph), bad = 0;
+    int run = graph > 0 ? bh_run_option(name, val, &o->warmup, &o->iters, NULL) : 1;
     if (graph <= 0) {
         bad = graph < 0;
         o->graph_given = 1;
+    } else if (run <= 0) {
+        bad = run < 0;
     } else if (!strcmp(name, "matrix")) {
         o->matrix = val;
     } else if (!strcmp(name, "entries")) {
@@ -82,12 +85,6 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
     } else if (!strcmp(name, "ranks-per-node")) {
         bad = bh_parse_long(val, 1, 1 << 20, &l);
         o->ranks_per_node = (int)l;
-    } else if (!strcmp(name, "warmup")) {
-        bad = bh_parse_long(val, 0, 1 << 20, &l);
-        o->warmup = (int)l;
-    } else if (!strcmp(name, "iters")) {
-        bad = bh_parse_long(val, 1, 1 << 20, &l);
-        o->iters = (int)l;
     } else if (!strcmp(name, "algorithms")) {
         return bh_parse_algorithms(val, &o->algs, err, errlen);
     } else if (!strcmp(name, "csv")) {

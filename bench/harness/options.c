@@ -268,13 +268,36 @@ int bh_graph_option(const char *name, const char *val, bh_graph_spec_t *spec)
     return bad ? -1 : 0;
 }
 
+int bh_run_option(const char *name, const char *val, int *warmup, int *iters,
+                  bh_locality_t *loc)
+{
+    long l = 0;
+    int bad = 0;
+    if (strcmp(name, "warmup") == 0) {
+        bad = bh_parse_long(val, 0, 1000000, &l);
+        *warmup = (int)l;
+    } else if (strcmp(name, "iters") == 0) {
+        bad = bh_parse_long(val, 1, 1000000, &l);
+        *iters = (int)l;
+    } else if (loc && strcmp(name, "ranks-per-node") == 0) {
+        bad = bh_parse_long(val, 1, INT_MAX, &l);
+        loc->ranks_per_node = (int)l;
+    } else if (loc && strcmp(name, "ranks-per-socket") == 0) {
+        bad = bh_parse_long(val, 1, INT_MAX, &l);
+        loc->ranks_per_socket = (int)l;
+    } else {
+        return 1;
+    }
+    return bad ? -1 : 0;
+}
+
 /* nbr_bench's bh_option_fn; ctx is its bh_options_t. */
 static int apply_option(const char *name, const char *val, void *ctx,
                         char *err, size_t errlen)
 {
     bh_options_t *o = ctx;
     long l = 0;
-    int bad = 0;
+    int bad = 0, run = 1;
     int graph = bh_graph_option(name, val, &o->graph);
     if (graph <= 0) {
         bad = graph < 0;
@@ -294,20 +317,11 @@ static int apply_option(const char *name, const char *val, void *ctx,
     } else if (strcmp(name, "step") == 0) {
         bad = bh_parse_long(val, 2, 16, &l) || !bh_is_power_of_two((uint64_t)l);
         o->size_factor = (int)l;
-    } else if (strcmp(name, "warmup") == 0) {
-        bad = bh_parse_long(val, 0, 1000000, &l);
-        o->warmup = (int)l;
-    } else if (strcmp(name, "iters") == 0) {
-        bad = bh_parse_long(val, 1, 1000000, &l);
-        o->iters = (int)l;
+    } else if ((run = bh_run_option(name, val, &o->warmup, &o->iters,
+                                    &o->locality)) <= 0) {
+        bad = run < 0;
     } else if (strcmp(name, "algorithms") == 0) {
         return bh_parse_algorithms(val, &o->algs, err, errlen);
-    } else if (strcmp(name, "ranks-per-node") == 0) {
-        bad = bh_parse_long(val, 1, INT_MAX, &l);
-        o->locality.ranks_per_node = (int)l;
-    } else if (strcmp(name, "ranks-per-socket") == 0) {
-        bad = bh_parse_long(val, 1, INT_MAX, &l);
-        o->locality.ranks_per_socket = (int)l;
     } else if (strcmp(name, "csv") == 0) {
         o->csv_path = val;
         bad = val[0] == '\0';

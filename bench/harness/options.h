@@ -43,6 +43,13 @@ int bh_is_power_of_two(uint64_t v);
  * --dims, --radius into spec. 0 applied, -1 a bad value, 1 not one of them. */
 int bh_graph_option(const char *name, const char *val, bh_graph_spec_t *spec);
 
+/* The options every timed program shares: --warmup N and --iters N
+ * (rounds), and, where loc is not NULL, --ranks-per-node R and
+ * --ranks-per-socket S (virtual locality). 0 applied, -1 a bad value, 1
+ * not one of them. */
+int bh_run_option(const char *name, const char *val, int *warmup, int *iters,
+                  bh_locality_t *loc);
+
 /* Splits a comma-separated --algorithms value into list and checks every
  * name now ('mpi', 'copy' or an nbrcoll algorithm of this build, none
  * twice), before any communicator exists, so a typo costs nothing. Blanks

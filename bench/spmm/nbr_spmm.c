@@ -89,10 +89,10 @@ static void usage(FILE *out)
 static int apply(const char *name, const char *val, void *ctx, char *err, size_t errlen)
 {
     options_t *o = ctx;
-    long l = 0;
     int bad = 0, spmm = spmm_option(name, val, &o->cols, &o->split);
-    if (spmm <= 0) {
-        bad = spmm < 0;
+    int run = spmm > 0 ? bh_run_option(name, val, &o->warmup, &o->iters, &o->locality) : 1;
+    if (spmm <= 0 || run <= 0) {
+        bad = spmm < 0 || run < 0;
     } else if (!strcmp(name, "matrix")) {
         if (o->nmatrices == MAX_MATRICES) {
             snprintf(err, errlen, "at most %d --matrix files", MAX_MATRICES);
@@ -110,21 +110,9 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
                 snprintf(err, errlen, "'copy' is an nbr_bench row, not an exchange");
                 return -1;
             }
-    } else if (!strcmp(name, "warmup")) {
-        bad = bh_parse_long(val, 0, 1 << 20, &l);
-        o->warmup = (int)l;
-    } else if (!strcmp(name, "iters")) {
-        bad = bh_parse_long(val, 1, 1 << 20, &l);
-        o->iters = (int)l;
     } else if (!strcmp(name, "check")) {
         bad = val && strcmp(val, "yes") && strcmp(val, "no");
         o->check = val == NULL || !strcmp(val, "yes");
-    } else if (!strcmp(name, "ranks-per-node")) {
-        bad = bh_parse_long(val, 1, 1 << 20, &l);
-        o->locality.ranks_per_node = (int)l;
-    } else if (!strcmp(name, "ranks-per-socket")) {
-        bad = bh_parse_long(val, 1, 1 << 20, &l);
-        o->locality.ranks_per_socket = (int)l;
     } else if (!strcmp(name, "csv")) {
         o->csv = val;
     } else if (!strcmp(name, "graph")) {
