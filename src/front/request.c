@@ -593,6 +593,8 @@ static nbr_exec_buffer_t exec_buffer(const nbr_typed_buffer_t *buf)
 static int unpack_received(void *arg)
 {
     nbr_request_t req = arg;
+    if (req->exec->bind_status != NBR_SUCCESS)
+        return NBR_SUCCESS; /* the user's memory may not be host memory: leave it */
     return transfer_staged(&req->recv, req->plan->layout.recv, req->comm->comm, UNPACK);
 }
 
@@ -843,8 +845,13 @@ int nbr_start(nbr_request_t *request)
         return rc == NBR_SUCCESS ? rc : mismatch_says_more(req, rc); /* blocking: it ran */
     }
     /* a send buffer that could not be packed still runs, as poison: the
-     * peers wait for its messages (the error comes at completion) */
-    int packed = transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
+     * peers wait for its messages (the error comes at completion). A
+     * binding that failed runs so too, and packs nothing: it may have
+     * failed because the typed buffer is device memory, which MPI_Pack
+     * cannot read. */
+    int packed = req->exec->bind_status != NBR_SUCCESS
+                     ? req->exec->bind_status
+                     : transfer_staged(&req->send, req->plan->layout.send, req->comm->comm, PACK);
     req->running = 1;
     int rc = nbr_executor_start_failed(req->exec, packed);
     if (rc != NBR_SUCCESS)
