@@ -1015,7 +1015,8 @@ void CaseRunner::reference()
     static int zeros[4];
     static MPI_Aint zero_displs[4];
     MPI_Datatype no_types[4] = {MPI_BYTE, MPI_BYTE, MPI_BYTE, MPI_BYTE};
-    const void *sp = m.sp ? m.sp : dummy;
+    // the host copy of a device send buffer: MPI need not read GPU memory
+    const void *sp = m.dsend ? static_cast<const void *>(m.sbuf.data()) : m.sp ? m.sp : dummy;
     uint8_t *rref = m.rref ? m.rref : dummy;
     const int *rcounts = p.rcounts.empty() ? zeros : p.rcounts.data();
     const int *rdispls = p.rdispls.empty() ? zeros : p.rdispls.data();
