@@ -135,6 +135,7 @@ typedef struct buffers {
     double *hbx, *hc;            /* host */
     double *dbx, *dc;            /* device, or the host ones */
     spmm_csr_t csr;              /* where the kernel reads it */
+    spmm_csr_t hcsr;             /* in host memory */
     void *dcsr[3];               /* device copies of the CSR arrays */
     const spmm_gpu_t *gpu;       /* NULL: the CPU kernel */
     int sendcount;               /* doubles */
@@ -226,6 +227,7 @@ static int buffers_setup(run_t *x, char *err, size_t errlen)
         for (int j = 0; j < k; j++)
             b->hbx[i * k + j] = spmm_b_value(me->bx_row[i], j);
     b->csr = (spmm_csr_t){(int)me->rows, me->nnz, me->row_offsets, me->col, me->val};
+    b->hcsr = b->csr;
     b->dbx = b->hbx;
     b->dc = b->hc;
     if (!x->o->device)
@@ -272,14 +274,21 @@ static void buffers_free(buffers_t *b, int device)
 
 static const char *kernel_name(const buffers_t *b)
 {
-    return b->gpu ? b->gpu->name : "cpu";
+    return b->gpu ? b->gpu->name : b->dbx != b->hbx ? "cpu-staged" : "cpu";
 }
 
 static void multiply(run_t *x)
 {
     buffers_t *b = &x->b;
+    int k = x->o->cols;
     if (!b->gpu) {
-        spmm_cpu(&b->csr, b->dbx, x->o->cols, b->dc);
+        /* device buffers no GPU kernel can run on (NBR_DEVICE=emulate):
+         * the CPU cannot touch them, so the CPU kernel works on host
+         * copies */
+        int device = b->dbx != b->hbx;
+        copy_or_die(device, b->hbx, b->dbx, b->bx_elems, "Bx to the host");
+        spmm_cpu(&b->hcsr, b->hbx, k, b->hc);
+        copy_or_die(device, b->dc, b->hc, b->c_elems, "C to the device");
         return;
     }
     char err[256];

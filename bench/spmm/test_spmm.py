@@ -222,7 +222,7 @@ def check_gpu(args, tmp):
         p = run(cmd, env)
         said = p.stdout + p.stderr
         if memory == "device":
-            kernels = set(re.findall(r"kernel (\w+);", p.stdout))
+            kernels = set(re.findall(r"kernel ([\w-]+);", p.stdout))
             if p.returncode != 0 and "nbr_mem_alloc failed" in said:
                 return [], "no GPU here: nbr_mem_alloc failed"
             if p.returncode == 0 and kernels == {"cpu"}:

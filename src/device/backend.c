@@ -1,5 +1,6 @@
 #include "device/backend.h"
 
+#include "base/grow.h"
 #include "base/log.h"
 
 #include <nbrcoll.h>
@@ -30,6 +31,85 @@ const nbr_device_backend_t *nbr_device_backend_cuda(void)
     return NULL;
 }
 #endif
+
+/* ---------------------------------------------- process-wide IPC mappings */
+
+typedef struct shared_mapping {
+    const nbr_device_backend_t *backend;
+    nbr_ipc_source_t source;
+    void *base;
+    long users;
+    int closed; /* found stale and closed; kept until its users unmap it */
+} shared_mapping_t;
+
+static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_mapping_t *mappings;
+static int num_mappings, mappings_capacity;
+
+/* Whether m maps memory of the same owner overlapping s's range. */
+static int overlaps(const shared_mapping_t *m, const nbr_ipc_source_t *s)
+{
+    const nbr_ipc_source_t *o = &m->source;
+    return o->owner_pid == s->owner_pid && o->owner_base < s->owner_base + s->bytes &&
+           s->owner_base < o->owner_base + o->bytes;
+}
+
+int nbr_ipc_map(const nbr_device_backend_t *backend, const nbr_ipc_source_t *source,
+                void **base)
+{
+    int rc = NBR_SUCCESS;
+    *base = NULL;
+    pthread_mutex_lock(&mappings_lock);
+    for (int i = 0; i < num_mappings; i++) {
+        shared_mapping_t *m = &mappings[i];
+        if (m->backend != backend || m->closed)
+            continue;
+        if (memcmp(m->source.handle.bytes, source->handle.bytes, sizeof source->handle) == 0) {
+            m->users++;
+            *base = m->base;
+            goto out;
+        }
+        /* freed by its owner (no copy can still read it: the owner freed
+         * it after the operations that sent from it had completed) */
+        if (overlaps(m, source)) {
+            NBR_DEBUG("IPC: closing the stale mapping of pid %llu's freed allocation at 0x%llx",
+                      (unsigned long long)m->source.owner_pid,
+                      (unsigned long long)m->source.owner_base);
+            m->closed = 1;
+            (void)backend->ipc_close(m->base); /* logged by the backend */
+        }
+    }
+    rc = nbr_grow((void **)&mappings, &mappings_capacity, num_mappings + 1, 8,
+                  sizeof(*mappings));
+    if (rc == NBR_SUCCESS)
+        rc = backend->ipc_open(&source->handle, base);
+    if (rc == NBR_SUCCESS)
+        mappings[num_mappings++] = (shared_mapping_t){backend, *source, *base, 1, 0};
+out:
+    pthread_mutex_unlock(&mappings_lock);
+    return rc;
+}
+
+int nbr_ipc_unmap(const nbr_device_backend_t *backend, const nbr_ipc_handle_t *handle)
+{
+    int rc = NBR_ERR_ARG;
+    pthread_mutex_lock(&mappings_lock);
+    for (int i = 0; i < num_mappings; i++) {
+        shared_mapping_t *m = &mappings[i];
+        if (m->backend != backend ||
+            memcmp(m->source.handle.bytes, handle->bytes, sizeof *handle) != 0)
+            continue;
+        rc = NBR_SUCCESS;
+        if (--m->users == 0) {
+            if (!m->closed)
+                rc = backend->ipc_close(m->base);
+            *m = mappings[--num_mappings];
+        }
+        break;
+    }
+    pthread_mutex_unlock(&mappings_lock);
+    return rc;
+}
 
 /* ------------------------------------------------ fault injection (tests) */
 
@@ -79,9 +159,10 @@ static int f_host_alloc(void **ptr, size_t bytes)
 {
     return fails(NBR_DEVICE_CALL_HOST_ALLOC) ? NBR_ERR_DEVICE : wrapped->host_alloc(ptr, bytes);
 }
-static int f_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset)
+static int f_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes)
 {
-    return fails(NBR_DEVICE_CALL_IPC_GET) ? NBR_ERR_DEVICE : wrapped->ipc_get(ptr, handle, offset);
+    return fails(NBR_DEVICE_CALL_IPC_GET) ? NBR_ERR_DEVICE
+                                          : wrapped->ipc_get(ptr, handle, offset, bytes);
 }
 static int f_ipc_open(const nbr_ipc_handle_t *handle, void **base)
 {

@@ -62,8 +62,9 @@ typedef struct nbr_device_backend {
     /* Page-locked host memory for staging. */
     int (*host_alloc)(void **ptr, size_t bytes);
     int (*host_free)(void *ptr);
-    /* The handle of the allocation that holds ptr and ptr's offset in it. */
-    int (*ipc_get)(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset);
+    /* The handle of the allocation that holds ptr, ptr's offset in it and
+     * the allocation's size. */
+    int (*ipc_get)(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes);
     /* Maps a handle from another process; *base is the allocation's byte 0. */
     int (*ipc_open)(const nbr_ipc_handle_t *handle, void **base);
     int (*ipc_close)(void *base);
@@ -79,6 +80,29 @@ typedef struct nbr_device_backend {
     /* Blocks until everything enqueued on stream has completed. */
     int (*synchronize)(nbr_dev_stream_t *stream);
 } nbr_device_backend_t;
+
+/* IPC mappings shared by the whole process. The GPU runtimes map a peer
+ * allocation's handle once per process (a second open of it fails with
+ * "already mapped"), while several communicators, each with its own
+ * cache, may pull from the same allocation: they map and unmap through
+ * these, which count the users and unmap on the last one's unmap.
+ * A mapping also goes stale: once its owner frees the allocation, the
+ * runtime may hand the same addresses out again, and refuses to map the
+ * new allocation while the old mapping of that range is open. So a map
+ * names the owner (its pid) and the allocation's range in the owner's
+ * address space, [owner_base, owner_base + bytes); an open mapping of an
+ * overlapping range of the same owner under another handle is of freed
+ * memory, and is closed first. */
+typedef struct nbr_ipc_source {
+    nbr_ipc_handle_t handle;
+    uint64_t owner_pid;
+    uint64_t owner_base; /* the allocation's byte 0, as the owner sees it */
+    uint64_t bytes;      /* the allocation's size */
+} nbr_ipc_source_t;
+int nbr_ipc_map(const nbr_device_backend_t *backend, const nbr_ipc_source_t *source,
+                void **base);
+/* By handle: a stale mapping's address may have been handed out again. */
+int nbr_ipc_unmap(const nbr_device_backend_t *backend, const nbr_ipc_handle_t *handle);
 
 /* The backends compiled into this build; NULL when not compiled. */
 const nbr_device_backend_t *nbr_device_backend_emulate(void);

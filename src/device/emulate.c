@@ -1,9 +1,16 @@
 /* The CPU emulation backend (NBR_DEVICE=emulate). "Device memory" is one
  * POSIX shared-memory segment per allocation, so another process of the
- * node can map it from a handle, as with hipIpcOpenMemHandle. Copies are
- * memcpy, but deferred: a batch runs on a later progress call, never
- * inside copy(), so the device protocol's waits for copies to finish are
- * exercised as on a GPU. */
+ * node can map it from a handle, as with hipIpcOpenMemHandle. As on a GPU,
+ * the CPU cannot touch it: the address handed out is a view of the segment
+ * without access rights (a load or store there faults, as MPI_Pack or a
+ * CPU loop on real device memory does), and only this backend's copies
+ * reach the bytes, through a second, private view. Only where the user
+ * says MPI is GPU-aware (NBR_GPU_AWARE_MPI=1) may the CPU touch it: MPI
+ * reads and writes it then, and in the emulation MPI runs on the CPU.
+ * Copies are memcpy, but
+ * deferred: a batch runs on a later progress call, never inside copy(), so
+ * the device protocol's waits for copies to finish are exercised as on a
+ * GPU. */
 #define _GNU_SOURCE
 #include "device/backend.h"
 
@@ -32,14 +39,18 @@ typedef struct emu_handle {
     uint64_t pid;
     uint64_t id;
     uint64_t bytes;
+    uint64_t owner_base; /* the "device" address in the owner */
 } emu_handle_t;
 
 /* One mapping in this process: an allocation of ours (owned) or a peer's
- * segment opened from a handle. */
+ * segment opened from a handle. base is the "device" address, without
+ * access rights; bytes are read and written through view. */
 typedef struct emu_mapping {
     char *base;
+    char *view;
     size_t bytes;
-    uint64_t id;
+    uint64_t pid_ns, pid, id; /* the segment's owner and number */
+    uint64_t owner_base;      /* base, in the owner */
     int owned;
 } emu_mapping_t;
 
@@ -63,15 +74,57 @@ static uint64_t pid_namespace(void)
     return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-static int add_mapping(char *base, size_t bytes, uint64_t id, int owned)
+/* Maps a segment twice: the device address (no access, unless MPI is
+ * taken as GPU-aware) and the view. */
+static int map_segment(int fd, size_t bytes, char **base, char **view)
+{
+    const char *aware = getenv("NBR_GPU_AWARE_MPI");
+    int cpu = aware && strcmp(aware, "1") == 0 ? PROT_READ | PROT_WRITE : PROT_NONE;
+    void *b = mmap(NULL, bytes, cpu, MAP_SHARED, fd, 0);
+    if (b == MAP_FAILED)
+        return errno;
+    void *v = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (v == MAP_FAILED) {
+        int err = errno;
+        munmap(b, bytes);
+        return err;
+    }
+    *base = b;
+    *view = v;
+    return 0;
+}
+
+static void unmap_segment(const emu_mapping_t *m)
+{
+    munmap(m->base, m->bytes);
+    munmap(m->view, m->bytes);
+}
+
+static int add_mapping(const emu_mapping_t *m)
 {
     pthread_mutex_lock(&lock);
     int rc = nbr_grow((void **)&mappings, &mappings_capacity, num_mappings + 1, 1,
                       sizeof(*mappings));
     if (rc == NBR_SUCCESS)
-        mappings[num_mappings++] = (emu_mapping_t){base, bytes, id, owned};
+        mappings[num_mappings++] = *m;
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+/* Where the CPU reaches the bytes at p: its view for a device address,
+ * p itself for host memory. */
+static void *reachable(const void *p)
+{
+    const char *c = p;
+    void *at = (void *)c;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < num_mappings; i++)
+        if (c >= mappings[i].base && c < mappings[i].base + mappings[i].bytes) {
+            at = mappings[i].view + (c - mappings[i].base);
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return at;
 }
 
 /* Removes the mapping at base; *found = its entry. Caller unmaps. */
@@ -163,24 +216,25 @@ static int emu_mem_alloc(void **ptr, size_t bytes)
         return NBR_ERR_DEVICE;
     }
     /* Reserve the pages now: a full /dev/shm must fail here, not fault later. */
+    emu_mapping_t m = {.bytes = bytes, .pid_ns = own_ns, .pid = (uint64_t)getpid(), .id = id,
+                       .owned = 1};
     int err = posix_fallocate(fd, 0, (off_t)bytes);
-    void *base = err ? MAP_FAILED
-                     : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (!err && base == MAP_FAILED)
-        err = errno;
+    if (!err)
+        err = map_segment(fd, bytes, &m.base, &m.view);
     close(fd);
     if (err) {
         shm_unlink(name);
         NBR_ERROR("emulated device: %zu bytes in /dev/shm: %s", bytes, strerror(err));
         return NBR_ERR_NOMEM;
     }
-    int rc = add_mapping(base, bytes, id, 1);
+    m.owner_base = (uint64_t)(uintptr_t)m.base;
+    int rc = add_mapping(&m);
     if (rc != NBR_SUCCESS) {
-        munmap(base, bytes);
+        unmap_segment(&m);
         shm_unlink(name);
         return rc;
     }
-    *ptr = base;
+    *ptr = m.base;
     return NBR_SUCCESS;
 }
 
@@ -194,7 +248,7 @@ static int emu_mem_free(void *ptr)
     char name[96];
     segment_name(name, sizeof name, own_ns, (uint64_t)getpid(), m.id);
     shm_unlink(name); /* peers that mapped it keep their mapping, as with IPC */
-    munmap(m.base, m.bytes);
+    unmap_segment(&m);
     return NBR_SUCCESS;
 }
 
@@ -210,7 +264,7 @@ static int emu_host_free(void *ptr)
     return NBR_SUCCESS;
 }
 
-static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset)
+static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes)
 {
     const char *p = ptr;
     int rc = NBR_ERR_ARG;
@@ -220,9 +274,10 @@ static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset
         if (mappings[i].owned && p >= mappings[i].base &&
             p < mappings[i].base + mappings[i].bytes) {
             emu_handle_t h = {EMU_MAGIC, own_ns, (uint64_t)getpid(), mappings[i].id,
-                              mappings[i].bytes};
+                              mappings[i].bytes, (uint64_t)(uintptr_t)mappings[i].base};
             memcpy(handle->bytes, &h, sizeof h);
             *offset = (size_t)(p - mappings[i].base);
+            *bytes = mappings[i].bytes;
             rc = NBR_SUCCESS;
             break;
         }
@@ -241,25 +296,41 @@ static int emu_ipc_open(const nbr_ipc_handle_t *handle, void **base)
         NBR_ERROR("emulated device: not an emulated IPC handle");
         return NBR_ERR_DEVICE;
     }
+    /* as the GPU runtimes: an allocation is mapped once per process, never
+     * by the process that made it, and not while a mapping of a freed one
+     * at the same addresses of the owner is still open */
+    int mapped = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < num_mappings; i++)
+        mapped |= mappings[i].pid_ns == h.pid_ns && mappings[i].pid == h.pid &&
+                  mappings[i].owner_base < h.owner_base + h.bytes &&
+                  h.owner_base < mappings[i].owner_base + mappings[i].bytes;
+    pthread_mutex_unlock(&lock);
+    if (mapped) {
+        NBR_ERROR("emulated device: IPC handle already mapped in this process%s",
+                  h.pid == (uint64_t)getpid() && h.pid_ns == own_ns ? " (it is its own)" : "");
+        return NBR_ERR_DEVICE;
+    }
     segment_name(name, sizeof name, h.pid_ns, h.pid, h.id);
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0) {
         NBR_ERROR("emulated device: open %s: %s (freed by its owner?)", name, strerror(errno));
         return NBR_ERR_DEVICE;
     }
-    void *p = mmap(NULL, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int err = errno;
+    emu_mapping_t m = {.bytes = h.bytes, .pid_ns = h.pid_ns, .pid = h.pid, .id = h.id,
+                       .owner_base = h.owner_base, .owned = 0};
+    int err = map_segment(fd, h.bytes, &m.base, &m.view);
     close(fd);
-    if (p == MAP_FAILED) {
+    if (err) {
         NBR_ERROR("emulated device: map %s: %s", name, strerror(err));
         return NBR_ERR_DEVICE;
     }
-    int rc = add_mapping(p, h.bytes, h.id, 0);
+    int rc = add_mapping(&m);
     if (rc != NBR_SUCCESS) {
-        munmap(p, h.bytes);
+        unmap_segment(&m);
         return rc;
     }
-    *base = p;
+    *base = m.base;
     return NBR_SUCCESS;
 }
 
@@ -268,7 +339,7 @@ static int emu_ipc_close(void *base)
     emu_mapping_t m;
     if (take_mapping(base, 0, &m) != NBR_SUCCESS)
         return NBR_ERR_ARG;
-    munmap(m.base, m.bytes);
+    unmap_segment(&m);
     return NBR_SUCCESS;
 }
 
@@ -319,7 +390,8 @@ static void run_batch(nbr_dev_stream_t *s)
     int end = s->batch_end[0];
     for (int i = 0; i < end; i++)
         if (s->copies[i].bytes > 0)
-            memcpy(s->copies[i].dst, s->copies[i].src, s->copies[i].bytes);
+            memcpy(reachable(s->copies[i].dst), reachable(s->copies[i].src),
+                   s->copies[i].bytes);
     memmove(s->copies, s->copies + end, (size_t)(s->num_copies - end) * sizeof(nbr_copy_t));
     s->num_copies -= end;
     for (int b = 1; b < pending; b++)

@@ -102,6 +102,9 @@ __global__ void multi_copy(batch_args args)
 int failed(const char *call, hipError_t e)
 {
     NBR_ERROR(NBR_GPU_BACKEND_NAME " backend: %s: %s", call, hipGetErrorString(e));
+    /* a call's error stays the thread's last error until read: the next
+     * launch, which reads it, would fail with it */
+    (void)hipGetLastError();
     return e == hipErrorOutOfMemory ? NBR_ERR_NOMEM : NBR_ERR_DEVICE;
 }
 
@@ -220,7 +223,7 @@ int gpu_host_free(void *ptr)
 
 /* ------------------------------------------------------------------ IPC */
 
-int gpu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset)
+int gpu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes)
 {
     void *base = NULL;
     size_t size = 0;
@@ -242,6 +245,7 @@ int gpu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset)
         return failed("hipIpcGetMemHandle", e);
     memcpy(handle->bytes, &h, sizeof h);
     *offset = (size_t)((const char *)ptr - (const char *)base);
+    *bytes = size;
     return NBR_SUCCESS;
 }
 

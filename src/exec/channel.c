@@ -198,7 +198,7 @@ void nbr_device_ctx_free(nbr_device_ctx_t *ctx)
         ctx->backend->stream_destroy(ctx->stream);
     }
     for (int i = 0; i < ctx->num_mappings; i++)
-        ctx->backend->ipc_close(ctx->mappings[i].base);
+        nbr_ipc_unmap(ctx->backend, &ctx->mappings[i].handle);
     if (ctx->rings)
         munmap(ctx->rings, ctx->rings_bytes);
     free(ctx->mappings);
@@ -214,10 +214,11 @@ int nbr_device_poll(nbr_device_ctx_t *ctx)
     return ctx->backend->progress(ctx->stream, &ctx->copies_done);
 }
 
-int nbr_device_map(nbr_device_ctx_t *ctx, int peer, const nbr_ipc_handle_t *handle,
+int nbr_device_map(nbr_device_ctx_t *ctx, int peer, const nbr_ipc_source_t *source,
                    void **base)
 {
     int rc = NBR_SUCCESS, oldest = -1;
+    const nbr_ipc_handle_t *handle = &source->handle;
     for (int i = 0; i < ctx->num_mappings; i++) {
         nbr_ipc_mapping_t *m = &ctx->mappings[i];
         if (m->peer == peer && memcmp(m->handle.bytes, handle->bytes, sizeof handle->bytes) == 0) {
@@ -231,12 +232,12 @@ int nbr_device_map(nbr_device_ctx_t *ctx, int peer, const nbr_ipc_handle_t *hand
     if (ctx->num_mappings >= MAX_MAPPINGS) {
         /* close the least recently used, once no queued copy reads it */
         NBR_CHECK(ctx->backend->synchronize(ctx->stream));
-        NBR_CHECK(ctx->backend->ipc_close(ctx->mappings[oldest].base));
+        NBR_CHECK(nbr_ipc_unmap(ctx->backend, &ctx->mappings[oldest].handle));
         ctx->mappings[oldest] = ctx->mappings[--ctx->num_mappings];
     }
     NBR_CHECK(nbr_grow((void **)&ctx->mappings, &ctx->mappings_capacity,
                        ctx->num_mappings + 1, 8, sizeof(nbr_ipc_mapping_t)));
-    NBR_CHECK(ctx->backend->ipc_open(handle, base));
+    NBR_CHECK(nbr_ipc_map(ctx->backend, source, base));
     ctx->mappings[ctx->num_mappings++] = (nbr_ipc_mapping_t){peer, *handle, *base, ++ctx->map_clock};
 out:
     return rc;

@@ -37,8 +37,8 @@ typedef struct nbr_desc {
     int32_t kind;          /* NBR_DESC_IPC, NBR_DESC_MPI or NBR_DESC_POISON */
     uint64_t offset;       /* IPC: where the bytes start in the allocation */
     uint64_t bytes;
-    nbr_ipc_handle_t handle;
-    char pad[24]; /* one 128-byte slot: no false sharing between slots */
+    nbr_ipc_source_t source; /* IPC: the allocation (the slot is 128 bytes: no
+                              * false sharing between slots) */
 } nbr_desc_t;
 _Static_assert(sizeof(nbr_desc_t) == 128, "descriptor slot size");
 
@@ -86,7 +86,7 @@ static inline nbr_desc_t *nbr_ring(nbr_device_ctx_t *ctx, int from, int to)
 /* The base of peer's allocation named by handle, mapped on first use and
  * cached for the communicator's life (at most a few dozen mappings: the
  * least recently used is closed beyond that). */
-int nbr_device_map(nbr_device_ctx_t *ctx, int peer, const nbr_ipc_handle_t *handle,
+int nbr_device_map(nbr_device_ctx_t *ctx, int peer, const nbr_ipc_source_t *source,
                    void **base);
 
 /* Advances the copy stream; updates ctx->copies_done. */

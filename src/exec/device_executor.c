@@ -30,6 +30,7 @@
 #include <nbrcoll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 
 typedef struct nbr_dev_item nbr_dev_item_t;
@@ -54,8 +55,8 @@ typedef struct nbr_dev_exec {
                         * kept between binds (allocations cost more than calls) */
     int own_scratch_on_device;
     size_t own_scratch_bytes;
-    nbr_ipc_handle_t handle[NBR_NUM_BUFFERS]; /* device buffers sent over IPC */
-    size_t handle_offset[NBR_NUM_BUFFERS];
+    nbr_ipc_source_t source[NBR_NUM_BUFFERS]; /* device buffers sent over IPC */
+    size_t handle_offset[NBR_NUM_BUFFERS];    /* the buffer in its allocation */
     nbr_dev_item_t *items;
     int num_items, items_capacity;
     int *phase_first_item; /* num_phases + 1 */
@@ -243,8 +244,13 @@ static int take_handles(nbr_dev_exec_t *exec)
     for (int b = 0; b < NBR_NUM_BUFFERS; b++) {
         if (!needed[b])
             continue;
-        int rc = exec->ctx->backend->ipc_get(exec->buf[b].base, &exec->handle[b],
-                                             &exec->handle_offset[b]);
+        nbr_ipc_source_t *s = &exec->source[b];
+        size_t bytes = 0;
+        int rc = exec->ctx->backend->ipc_get(exec->buf[b].base, &s->handle,
+                                             &exec->handle_offset[b], &bytes);
+        s->owner_pid = (uint64_t)getpid();
+        s->owner_base = (uint64_t)(uintptr_t)exec->buf[b].base - exec->handle_offset[b];
+        s->bytes = bytes;
         if (rc != NBR_SUCCESS) {
             NBR_ERROR("the %s buffer is device memory that cannot be shared with other "
                       "processes; allocate it with nbr_mem_alloc", nbr_buffer_name(b));
@@ -398,7 +404,7 @@ static int post_descriptor(nbr_device_ctx_t *ctx, int to, const nbr_desc_t *cont
     slot->kind = content->kind;
     slot->offset = content->offset;
     slot->bytes = content->bytes;
-    slot->handle = content->handle;
+    slot->source = content->source;
     atomic_store_explicit(&slot->seq, s, memory_order_release);
     ctx->sent[to] = s;
     *seq = s;
@@ -619,7 +625,7 @@ static int advance_sends(nbr_dev_exec_t *exec, int last)
             int ipc = item_memory(exec, item) == NBR_MEM_DEVICE || item->bytes == 0;
             content.kind = ipc ? NBR_DESC_IPC : NBR_DESC_MPI;
             if (ipc && item->bytes > 0) {
-                content.handle = exec->handle[op->buf];
+                content.source = exec->source[op->buf];
                 content.offset = exec->handle_offset[op->buf] + op->offset;
             }
             if (!post_descriptor(ctx, item->channel_peer, &content, &item->seq))
@@ -691,7 +697,7 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
         return;
     }
     void *base = NULL;
-    int rc = nbr_device_map(exec->ctx, item->channel_peer, &desc->handle, &base);
+    int rc = nbr_device_map(exec->ctx, item->channel_peer, &desc->source, &base);
     if (rc != NBR_SUCCESS) {
         release_descriptor(desc, item->seq); /* the sender must not wait forever */
         record(exec, rc);
