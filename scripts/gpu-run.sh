@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # The device-layer check on a machine with a GPU, in one command: builds
-# with the CUDA (or HIP) backend, runs the GPU tests with device buffers
-# and the two nbr_bench runs of bench/README.md ("The GPU run"), then
-# nbr_spmm on the papers' matrices with host buffers (CPU kernel) and with
-# device buffers (GPU kernel), both checked, and
-# writes everything, each output under the exact command that made it,
-# into OUTDIR.
+# with the CUDA (or HIP) backend, runs the GPU tests with device buffers,
+# prints what the topology probe finds, then the nbr_bench runs of
+# bench/README.md ("The GPU run"): bandwidth (64 KiB to 64 MiB) and
+# latency (8 B to 32 KiB, device and host buffers) at 8 ranks on one node,
+# leader at 16 ranks as 2 virtual nodes; then nbr_spmm on the papers'
+# matrices with host buffers (CPU kernel) and with device buffers (GPU
+# kernel), both checked. Each output goes into OUTDIR under the exact
+# command that made it; every step has a time limit (STEP_LIMIT seconds,
+# default 240; the tests TESTS_LIMIT, default 900, run TEST_JOBS at a time)
+# so one hang costs one step, not the run.
 #
 #   scripts/gpu-run.sh [--small] [--no-build] [--no-tests] OUTDIR
 #
 # On the lent GPU machine (no package registry there): prepare the bundle
 # here with ../shared/tools/gpu-bundle.sh, carry .devbundle, and run
 #   source .devbundle/activate && scripts/gpu-run.sh "$OUT/gpu-run"
-# --small: sizes 1 KiB to 64 KiB, 4 ranks, few iterations: the same steps
-# where there is no GPU (NBR_DEVICE=emulate), as CI runs it.
+# --small: small sizes, 4 ranks, few iterations: the same steps where
+# there is no GPU (NBR_DEVICE=emulate), as CI runs it.
 # --no-build: use the build in ${BUILD_DIR:-build} as it is.
 # --no-tests: only the benchmarks (CI runs the script this way, from ctest).
 set -euo pipefail
@@ -36,46 +40,86 @@ mkdir -p "$out"
 BUILD_DIR=${BUILD_DIR:-build}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# Runs a command with its output in $out/$1, the command line first.
+# Runs a command with its output in $out/$1, the command line first, under
+# the step limit (exit 124 when it ran out).
+STEP_LIMIT=${STEP_LIMIT:-240}
 record() {
-    local file=$out/$1
+    local file=$out/$1 rc=0
     shift
     { echo "\$ $*"; echo "# $(date -u +%FT%TZ) on $(hostname)"; } > "$file"
-    "$@" >> "$file" 2>&1
+    timeout -k 10 "$STEP_LIMIT" "$@" >> "$file" 2>&1 || rc=$?
+    [ "$rc" = 124 ] && echo "# gpu-run.sh: stopped after ${STEP_LIMIT} s" >> "$file"
+    echo "# exit $rc" >> "$file"
+    return "$rc"
 }
 
 {
     echo "# $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null ||
         rocm-smi --showproductname 2>/dev/null || echo "no nvidia-smi / rocm-smi"
+    nvidia-smi topo -m 2>/dev/null || true
     mpirun --version 2>/dev/null | head -1
+    { nvcc --version || /usr/local/cuda/bin/nvcc --version; } 2>/dev/null | tail -1
+    cc --version 2>/dev/null | head -1
+    echo "cpus: $(nproc)"
 } > "$out/machine.txt"
 
+status=0
 if [ "$build" = 1 ]; then
-    record build.txt scripts/build.sh -DNBR_WERROR=ON
+    # a newer compiler there may warn where ours does not: the warnings
+    # stay in build.txt, and the run goes on without -Werror
+    # (GPU_RUN_CMAKE_ARGS: more configure arguments, e.g. one CUDA target)
+    if ! record build.txt scripts/build.sh -DNBR_WERROR=ON ${GPU_RUN_CMAKE_ARGS:-}; then
+        status=1
+        record build-no-werror.txt scripts/build.sh -DNBR_WERROR=OFF ${GPU_RUN_CMAKE_ARGS:-}
+    fi
 fi
 
 # GPU tests: the backend's own tests and the MPI suites with device buffers
 # (they skip, saying why, without a GPU; --small runs the emulated suites).
 selected='GpuBackend|CudaProbe|mpi\.gpu\.|spmm\.gpu\.'
 [ "$small" = 1 ] && selected='mpi\.emulate\.device\.np8'
-status=0
 if [ "$tests" = 1 ]; then
-    record tests.txt ctest --test-dir "$BUILD_DIR" --output-on-failure -R "$selected" || status=1
+    STEP_LIMIT=${TESTS_LIMIT:-900} record tests.txt ctest --test-dir "$BUILD_DIR" \
+        --output-on-failure --timeout 300 -j "${TEST_JOBS:-1}" -R "$selected" || status=1
 fi
 
+record topo.txt "$BUILD_DIR/tools/nbr_topo" --dump "$out/topo-model.txt" || status=1
+
 if [ "$small" = 1 ]; then
-    np=4 sizes=(--min-bytes 1Ki --max-bytes 64Ki --warmup 2 --iters 5) rpn=2
+    np=4 rpn=2 leader_np=4 leader_rpn=2
+    bandwidth=(--min-bytes 1Ki --max-bytes 64Ki --warmup 2 --iters 5)
+    latency=(--min-bytes 8 --max-bytes 64 --warmup 2 --iters 5)
 else
-    np=8 sizes=(--min-bytes 64Ki --max-bytes 64Mi --max-mem 4Gi) rpn=8
+    np=8 rpn=8 leader_np=16 leader_rpn=8
+    bandwidth=(--min-bytes 64Ki --max-bytes 64Mi --max-mem 4Gi)
+    latency=(--min-bytes 8 --max-bytes 32Ki --warmup 20 --iters 200)
 fi
-bench=("$BUILD_DIR/bench/nbr_bench" --memory device --ranks-per-node "$rpn" "${sizes[@]}"
-       --algorithms mpi,naive,copy)
+bench=("$BUILD_DIR/bench/nbr_bench")
+on_device=(--memory device --algorithms mpi,naive,leader,copy)
+on_host=(--memory host --algorithms mpi,naive,leader)
+rsg=(--pattern rsg --density 0.4)
+moore=(--pattern moore --dims 2 --radius 1)
 run=(mpirun --oversubscribe --bind-to none -np "$np")
-record rsg-device.txt "${run[@]}" "${bench[@]}" --pattern rsg --density 0.4 \
-    --csv "$out/rsg-device.csv" || status=1
-record moore-device.txt "${run[@]}" "${bench[@]}" --pattern moore --dims 2 --radius 1 \
-    --csv "$out/moore-device.csv" || status=1
+# bandwidth and latency with device buffers beside `copy`, the local copy
+# limit; latency again with host buffers: the device path's own cost
+for pattern in rsg moore; do
+    declare -n graph=$pattern
+    record "$pattern-device.txt" "${run[@]}" "${bench[@]}" "${on_device[@]}" \
+        --ranks-per-node "$rpn" "${graph[@]}" "${bandwidth[@]}" \
+        --csv "$out/$pattern-device.csv" || status=1
+    for memory in device host; do
+        declare -n buffers=on_$memory
+        record "$pattern-latency-$memory.txt" "${run[@]}" "${bench[@]}" "${buffers[@]}" \
+            --ranks-per-node "$rpn" "${graph[@]}" "${latency[@]}" \
+            --csv "$out/$pattern-latency-$memory.csv" || status=1
+    done
+    unset -n graph buffers
+done
+# leader across two virtual nodes sharing the GPU, checked bit-exact
+record leader-2nodes-device.txt mpirun --oversubscribe --bind-to none -np "$leader_np" \
+    "${bench[@]}" "${on_device[@]}" --ranks-per-node "$leader_rpn" "${rsg[@]}" \
+    "${bandwidth[@]}" --csv "$out/leader-2nodes-device.csv" || status=1
 
 # SpMM: the same matrices and algorithms with the CPU kernel on host
 # buffers, then the GPU kernel on device buffers (auto: a real GPU; under
