@@ -36,6 +36,7 @@ const nbr_device_backend_t *nbr_device_backend_cuda(void)
 
 typedef struct shared_mapping {
     const nbr_device_backend_t *backend;
+    uint64_t owner_pid;
     nbr_ipc_source_t source;
     void *base;
     long users;
@@ -46,16 +47,16 @@ static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
 static shared_mapping_t *mappings;
 static int num_mappings, mappings_capacity;
 
-/* Whether m maps memory of the same owner overlapping s's range. */
-static int overlaps(const shared_mapping_t *m, const nbr_ipc_source_t *s)
+/* Whether m maps another allocation of the same owner over s's range. */
+static int stale_under(const shared_mapping_t *m, uint64_t owner_pid, const nbr_ipc_source_t *s)
 {
     const nbr_ipc_source_t *o = &m->source;
-    return o->owner_pid == s->owner_pid && o->owner_base < s->owner_base + s->bytes &&
-           s->owner_base < o->owner_base + o->bytes;
+    return m->owner_pid == owner_pid && o->id != s->id &&
+           o->owner_base < s->owner_base + s->bytes && s->owner_base < o->owner_base + o->bytes;
 }
 
-int nbr_ipc_map(const nbr_device_backend_t *backend, const nbr_ipc_source_t *source,
-                void **base)
+int nbr_ipc_map(const nbr_device_backend_t *backend, uint64_t owner_pid,
+                const nbr_ipc_source_t *source, void **base)
 {
     int rc = NBR_SUCCESS;
     *base = NULL;
@@ -64,17 +65,14 @@ int nbr_ipc_map(const nbr_device_backend_t *backend, const nbr_ipc_source_t *sou
         shared_mapping_t *m = &mappings[i];
         if (m->backend != backend || m->closed)
             continue;
-        if (memcmp(m->source.handle.bytes, source->handle.bytes, sizeof source->handle) == 0) {
+        if (m->owner_pid == owner_pid && m->source.id == source->id) {
             m->users++;
             *base = m->base;
             goto out;
         }
-        /* freed by its owner (no copy can still read it: the owner freed
-         * it after the operations that sent from it had completed) */
-        if (overlaps(m, source)) {
-            NBR_DEBUG("IPC: closing the stale mapping of pid %llu's freed allocation at 0x%llx",
-                      (unsigned long long)m->source.owner_pid,
-                      (unsigned long long)m->source.owner_base);
+        if (stale_under(m, owner_pid, source)) {
+            NBR_DEBUG("IPC: closing the stale mapping of pid %llu's freed allocation %llu",
+                      (unsigned long long)owner_pid, (unsigned long long)m->source.id);
             m->closed = 1;
             (void)backend->ipc_close(m->base); /* logged by the backend */
         }
@@ -84,20 +82,19 @@ int nbr_ipc_map(const nbr_device_backend_t *backend, const nbr_ipc_source_t *sou
     if (rc == NBR_SUCCESS)
         rc = backend->ipc_open(&source->handle, base);
     if (rc == NBR_SUCCESS)
-        mappings[num_mappings++] = (shared_mapping_t){backend, *source, *base, 1, 0};
+        mappings[num_mappings++] = (shared_mapping_t){backend, owner_pid, *source, *base, 1, 0};
 out:
     pthread_mutex_unlock(&mappings_lock);
     return rc;
 }
 
-int nbr_ipc_unmap(const nbr_device_backend_t *backend, const nbr_ipc_handle_t *handle)
+int nbr_ipc_unmap(const nbr_device_backend_t *backend, uint64_t owner_pid, uint64_t id)
 {
     int rc = NBR_ERR_ARG;
     pthread_mutex_lock(&mappings_lock);
     for (int i = 0; i < num_mappings; i++) {
         shared_mapping_t *m = &mappings[i];
-        if (m->backend != backend ||
-            memcmp(m->source.handle.bytes, handle->bytes, sizeof *handle) != 0)
+        if (m->backend != backend || m->owner_pid != owner_pid || m->source.id != id)
             continue;
         rc = NBR_SUCCESS;
         if (--m->users == 0) {
@@ -159,10 +156,11 @@ static int f_host_alloc(void **ptr, size_t bytes)
 {
     return fails(NBR_DEVICE_CALL_HOST_ALLOC) ? NBR_ERR_DEVICE : wrapped->host_alloc(ptr, bytes);
 }
-static int f_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes)
+static int f_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes,
+                     uint64_t *id)
 {
     return fails(NBR_DEVICE_CALL_IPC_GET) ? NBR_ERR_DEVICE
-                                          : wrapped->ipc_get(ptr, handle, offset, bytes);
+                                          : wrapped->ipc_get(ptr, handle, offset, bytes, id);
 }
 static int f_ipc_open(const nbr_ipc_handle_t *handle, void **base)
 {

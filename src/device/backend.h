@@ -62,9 +62,11 @@ typedef struct nbr_device_backend {
     /* Page-locked host memory for staging. */
     int (*host_alloc)(void **ptr, size_t bytes);
     int (*host_free)(void *ptr);
-    /* The handle of the allocation that holds ptr, ptr's offset in it and
-     * the allocation's size. */
-    int (*ipc_get)(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes);
+    /* The handle of the allocation that holds ptr, ptr's offset in it, the
+     * allocation's size and its number: unique in this process for the
+     * process's life (a handle's bytes may repeat for a later allocation). */
+    int (*ipc_get)(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes,
+                   uint64_t *id);
     /* Maps a handle from another process; *base is the allocation's byte 0. */
     int (*ipc_open)(const nbr_ipc_handle_t *handle, void **base);
     int (*ipc_close)(void *base);
@@ -82,27 +84,28 @@ typedef struct nbr_device_backend {
 } nbr_device_backend_t;
 
 /* IPC mappings shared by the whole process. The GPU runtimes map a peer
- * allocation's handle once per process (a second open of it fails with
- * "already mapped"), while several communicators, each with its own
- * cache, may pull from the same allocation: they map and unmap through
- * these, which count the users and unmap on the last one's unmap.
- * A mapping also goes stale: once its owner frees the allocation, the
- * runtime may hand the same addresses out again, and refuses to map the
- * new allocation while the old mapping of that range is open. So a map
- * names the owner (its pid) and the allocation's range in the owner's
- * address space, [owner_base, owner_base + bytes); an open mapping of an
- * overlapping range of the same owner under another handle is of freed
- * memory, and is closed first. */
+ * allocation once per process (a second open fails, "already mapped"),
+ * while several communicators, each with its own cache, may pull from it:
+ * they map and unmap through these, which count the users and unmap on
+ * the last one's unmap. An allocation is named by its owner's pid and its
+ * number there (the runtime's buffer id), not by its handle's bytes: a new
+ * allocation at the addresses and of the size of a freed one may get the
+ * same handle. A mapping also goes stale: once the owner frees the
+ * allocation the runtime hands its addresses out again, and refuses to
+ * map the new allocation while the old mapping of that range is open. So
+ * an open mapping of the same owner, another number and an overlapping
+ * range [owner_base, owner_base + bytes) is of freed memory: closed first
+ * (no copy still reads it: the owner freed it after the operations that
+ * sent from it had completed). */
 typedef struct nbr_ipc_source {
     nbr_ipc_handle_t handle;
-    uint64_t owner_pid;
-    uint64_t owner_base; /* the allocation's byte 0, as the owner sees it */
-    uint64_t bytes;      /* the allocation's size */
+    uint64_t id;         /* the allocation's number in its owner, never reused */
+    uint64_t owner_base; /* its byte 0, as the owner sees it */
+    uint64_t bytes;      /* its size */
 } nbr_ipc_source_t;
-int nbr_ipc_map(const nbr_device_backend_t *backend, const nbr_ipc_source_t *source,
-                void **base);
-/* By handle: a stale mapping's address may have been handed out again. */
-int nbr_ipc_unmap(const nbr_device_backend_t *backend, const nbr_ipc_handle_t *handle);
+int nbr_ipc_map(const nbr_device_backend_t *backend, uint64_t owner_pid,
+                const nbr_ipc_source_t *source, void **base);
+int nbr_ipc_unmap(const nbr_device_backend_t *backend, uint64_t owner_pid, uint64_t id);
 
 /* The backends compiled into this build; NULL when not compiled. */
 const nbr_device_backend_t *nbr_device_backend_emulate(void);

@@ -264,7 +264,8 @@ static int emu_host_free(void *ptr)
     return NBR_SUCCESS;
 }
 
-static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes)
+static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes,
+                       uint64_t *id)
 {
     const char *p = ptr;
     int rc = NBR_ERR_ARG;
@@ -278,6 +279,7 @@ static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset
             memcpy(handle->bytes, &h, sizeof h);
             *offset = (size_t)(p - mappings[i].base);
             *bytes = mappings[i].bytes;
+            *id = mappings[i].id;
             rc = NBR_SUCCESS;
             break;
         }

@@ -25,6 +25,16 @@
                            NBR_GPU_ATTR_TYPE(attr) == hipMemoryTypeArray))
 #define NBR_GPU_ATTR_IS_MANAGED(attr) ((attr).isManaged != 0)
 
+/* The allocation's number, never reused in this process. */
+static inline hipError_t nbr_gpu_buffer_id(uint64_t *id, void *base)
+{
+    unsigned long long v = 0;
+    hipError_t e = hipPointerGetAttribute(&v, HIP_POINTER_ATTRIBUTE_BUFFER_ID,
+                                          (hipDeviceptr_t)base);
+    *id = (uint64_t)v;
+    return e;
+}
+
 #elif defined(__CUDACC__)
 
 #include <cuda.h> /* driver types only: libcuda is never linked */
@@ -78,53 +88,75 @@ typedef cudaPointerAttributes hipPointerAttribute_t;
 #define NBR_GPU_ATTR_IS_DEVICE(attr) ((attr).type == cudaMemoryTypeDevice)
 #define NBR_GPU_ATTR_IS_MANAGED(attr) ((attr).type == cudaMemoryTypeManaged)
 
-/* The runtime API has no hipMemGetAddressRange; the driver's
- * cuMemGetAddressRange is reached through the runtime's entry-point lookup
- * so that libcuda need not be linked (it may be absent at build time). */
-typedef CUresult (*nbr_cu_mem_get_address_range_t)(CUdeviceptr *base, size_t *size,
-                                                   CUdeviceptr ptr);
-
-static inline nbr_cu_mem_get_address_range_t nbr_cu_mem_get_address_range(void)
+/* Two driver calls the runtime API lacks (cuMemGetAddressRange,
+ * cuPointerGetAttribute), reached through the runtime's entry-point lookup
+ * so that libcuda need not be linked (it may be absent at build time).
+ * NULL when the lookup fails. */
+static inline void *nbr_cu_driver_entry(const char *name, int version)
 {
-    static nbr_cu_mem_get_address_range_t cached; /* same value in every thread */
-    nbr_cu_mem_get_address_range_t fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
-    if (fn)
-        return fn;
     void *sym = NULL;
 #if CUDART_VERSION >= 12000
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &sym, 3020,
-                                                     cudaEnableDefault, &found);
+    cudaError_t e = cudaGetDriverEntryPointByVersion(name, &sym, version, cudaEnableDefault,
+                                                     &found);
 #else
-    cudaError_t e = cudaGetDriverEntryPoint("cuMemGetAddressRange", &sym, cudaEnableDefault,
-                                            &found);
+    (void)version;
+    cudaError_t e = cudaGetDriverEntryPoint(name, &sym, cudaEnableDefault, &found);
 #endif
     int ok = e == cudaSuccess && found == cudaDriverEntryPointSuccess && sym;
 #elif CUDART_VERSION >= 11030
-    cudaError_t e = cudaGetDriverEntryPoint("cuMemGetAddressRange", &sym, cudaEnableDefault);
+    (void)version;
+    cudaError_t e = cudaGetDriverEntryPoint(name, &sym, cudaEnableDefault);
     int ok = e == cudaSuccess && sym;
 #else
+    (void)name;
+    (void)version;
     int ok = 0; /* no entry-point lookup before CUDA 11.3 */
 #endif
     if (!ok) {
         (void)cudaGetLastError();
         return NULL;
     }
-    fn = (nbr_cu_mem_get_address_range_t)sym;
-    __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
-    return fn;
+    return sym;
 }
+
+/* The entry point of name, looked up once (the same value in every thread). */
+#define NBR_CU_DRIVER_FN(type, name, version)                                  \
+    static type cached;                                                        \
+    type fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);                      \
+    if (!fn) {                                                                 \
+        fn = (type)nbr_cu_driver_entry(name, version);                         \
+        __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);                       \
+    }
+
+typedef CUresult (*nbr_cu_mem_get_address_range_t)(CUdeviceptr *base, size_t *size,
+                                                   CUdeviceptr ptr);
+typedef CUresult (*nbr_cu_pointer_get_attribute_t)(void *data, CUpointer_attribute attribute,
+                                                   CUdeviceptr ptr);
 
 static inline cudaError_t hipMemGetAddressRange(void **base, size_t *size, void *ptr)
 {
-    nbr_cu_mem_get_address_range_t fn = nbr_cu_mem_get_address_range();
+    NBR_CU_DRIVER_FN(nbr_cu_mem_get_address_range_t, "cuMemGetAddressRange", 3020)
     if (!fn)
         return cudaErrorNotSupported;
     CUdeviceptr b = 0;
     if (fn(&b, size, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS)
         return cudaErrorInvalidValue;
     *base = (void *)(uintptr_t)b;
+    return cudaSuccess;
+}
+
+/* The allocation's number, never reused in this process. */
+static inline cudaError_t nbr_gpu_buffer_id(uint64_t *id, void *base)
+{
+    NBR_CU_DRIVER_FN(nbr_cu_pointer_get_attribute_t, "cuPointerGetAttribute", 4000)
+    unsigned long long v = 0;
+    if (!fn)
+        return cudaErrorNotSupported;
+    if (fn(&v, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)(uintptr_t)base) != CUDA_SUCCESS)
+        return cudaErrorInvalidValue;
+    *id = (uint64_t)v;
     return cudaSuccess;
 }
 

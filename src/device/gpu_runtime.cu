@@ -223,7 +223,8 @@ int gpu_host_free(void *ptr)
 
 /* ------------------------------------------------------------------ IPC */
 
-int gpu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes)
+int gpu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes,
+                uint64_t *id)
 {
     void *base = NULL;
     size_t size = 0;
@@ -241,6 +242,8 @@ int gpu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_
         }
         return failed("hipMemGetAddressRange", e);
     }
+    if ((e = nbr_gpu_buffer_id(id, base)) != hipSuccess)
+        return failed("buffer id", e);
     if ((e = hipIpcGetMemHandle(&h, base)) != hipSuccess)
         return failed("hipIpcGetMemHandle", e);
     memcpy(handle->bytes, &h, sizeof h);

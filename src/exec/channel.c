@@ -112,28 +112,33 @@ static int build_channel(nbr_device_ctx_t *ctx, MPI_Comm comm, int comm_id,
 {
     int rc = NBR_SUCCESS, rank = 0, nranks = locality->nranks;
     MPI_Comm channel = MPI_COMM_NULL;
-    int *members = NULL;
+    int *members = NULL, me[2] = {0, (int)getpid()};
     NBR_MPI_CHECK(MPI_Comm_rank(comm, &rank));
     NBR_CHECK(make_channel_comm(comm, locality, rank, &channel));
     NBR_MPI_CHECK(MPI_Comm_rank(channel, &ctx->channel_rank));
     NBR_MPI_CHECK(MPI_Comm_size(channel, &ctx->channel_size));
     size_t n = (size_t)ctx->channel_size;
-    members = malloc(n * sizeof(int));
+    members = malloc(2 * n * sizeof(int));
+    ctx->channel_pid = malloc(n * sizeof(int));
     ctx->channel_of = malloc((size_t)nranks * sizeof(int));
     ctx->sent = calloc(n, sizeof(uint64_t));
     ctx->next = malloc(n * sizeof(uint64_t));
     ctx->taken = calloc(n, sizeof(uint32_t));
-    if (!members || !ctx->channel_of || !ctx->sent || !ctx->next || !ctx->taken) {
+    if (!members || !ctx->channel_of || !ctx->channel_pid || !ctx->sent || !ctx->next ||
+        !ctx->taken) {
         rc = NBR_ERR_NOMEM;
         goto out;
     }
     for (size_t i = 0; i < n; i++)
         ctx->next[i] = 1;
-    NBR_MPI_CHECK(MPI_Allgather(&rank, 1, MPI_INT, members, 1, MPI_INT, channel));
+    me[0] = rank;
+    NBR_MPI_CHECK(MPI_Allgather(me, 2, MPI_INT, members, 2, MPI_INT, channel));
     for (int r = 0; r < nranks; r++)
         ctx->channel_of[r] = -1;
-    for (size_t i = 0; i < n; i++)
-        ctx->channel_of[members[i]] = (int)i;
+    for (size_t i = 0; i < n; i++) {
+        ctx->channel_of[members[2 * i]] = (int)i;
+        ctx->channel_pid[i] = members[2 * i + 1];
+    }
     rc = open_rings(ctx, channel, comm_id);
 out:
     free(members);
@@ -198,11 +203,13 @@ void nbr_device_ctx_free(nbr_device_ctx_t *ctx)
         ctx->backend->stream_destroy(ctx->stream);
     }
     for (int i = 0; i < ctx->num_mappings; i++)
-        nbr_ipc_unmap(ctx->backend, &ctx->mappings[i].handle);
+        nbr_ipc_unmap(ctx->backend, (uint64_t)ctx->channel_pid[ctx->mappings[i].peer],
+                      ctx->mappings[i].id);
     if (ctx->rings)
         munmap(ctx->rings, ctx->rings_bytes);
     free(ctx->mappings);
     free(ctx->channel_of);
+    free(ctx->channel_pid);
     free(ctx->sent);
     free(ctx->next);
     free(ctx->taken);
@@ -218,10 +225,9 @@ int nbr_device_map(nbr_device_ctx_t *ctx, int peer, const nbr_ipc_source_t *sour
                    void **base)
 {
     int rc = NBR_SUCCESS, oldest = -1;
-    const nbr_ipc_handle_t *handle = &source->handle;
     for (int i = 0; i < ctx->num_mappings; i++) {
         nbr_ipc_mapping_t *m = &ctx->mappings[i];
-        if (m->peer == peer && memcmp(m->handle.bytes, handle->bytes, sizeof handle->bytes) == 0) {
+        if (m->peer == peer && m->id == source->id) {
             *base = m->base;
             m->last_use = ++ctx->map_clock;
             return NBR_SUCCESS;
@@ -232,13 +238,15 @@ int nbr_device_map(nbr_device_ctx_t *ctx, int peer, const nbr_ipc_source_t *sour
     if (ctx->num_mappings >= MAX_MAPPINGS) {
         /* close the least recently used, once no queued copy reads it */
         NBR_CHECK(ctx->backend->synchronize(ctx->stream));
-        NBR_CHECK(nbr_ipc_unmap(ctx->backend, &ctx->mappings[oldest].handle));
+        const nbr_ipc_mapping_t *old = &ctx->mappings[oldest];
+        NBR_CHECK(nbr_ipc_unmap(ctx->backend, (uint64_t)ctx->channel_pid[old->peer], old->id));
         ctx->mappings[oldest] = ctx->mappings[--ctx->num_mappings];
     }
     NBR_CHECK(nbr_grow((void **)&ctx->mappings, &ctx->mappings_capacity,
                        ctx->num_mappings + 1, 8, sizeof(nbr_ipc_mapping_t)));
-    NBR_CHECK(nbr_ipc_map(ctx->backend, source, base));
-    ctx->mappings[ctx->num_mappings++] = (nbr_ipc_mapping_t){peer, *handle, *base, ++ctx->map_clock};
+    NBR_CHECK(nbr_ipc_map(ctx->backend, (uint64_t)ctx->channel_pid[peer], source, base));
+    ctx->mappings[ctx->num_mappings++] = (nbr_ipc_mapping_t){peer, source->id, *base,
+                                                             ++ctx->map_clock};
 out:
     return rc;
 }

@@ -44,8 +44,8 @@ _Static_assert(sizeof(nbr_desc_t) == 128, "descriptor slot size");
 
 /* A peer's allocation mapped into this process. */
 typedef struct nbr_ipc_mapping {
-    int peer; /* channel index of the owner */
-    nbr_ipc_handle_t handle;
+    int peer;    /* channel index of the owner */
+    uint64_t id; /* the allocation's number in the owner */
     void *base;
     uint64_t last_use; /* map_clock at its last lookup */
 } nbr_ipc_mapping_t;
@@ -58,6 +58,7 @@ typedef struct nbr_device_ctx {
     /* node channel */
     int channel_rank, channel_size;
     int *channel_of;    /* communicator rank -> channel index, -1 off-node */
+    int *channel_pid;   /* channel index -> process id */
     nbr_desc_t *rings;  /* channel_size^2 rings of NBR_RING_SLOTS */
     size_t rings_bytes;
     uint64_t *sent;     /* per receiver: last sequence number posted */

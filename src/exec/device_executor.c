@@ -30,7 +30,6 @@
 #include <nbrcoll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 
 typedef struct nbr_dev_item nbr_dev_item_t;
@@ -247,8 +246,7 @@ static int take_handles(nbr_dev_exec_t *exec)
         nbr_ipc_source_t *s = &exec->source[b];
         size_t bytes = 0;
         int rc = exec->ctx->backend->ipc_get(exec->buf[b].base, &s->handle,
-                                             &exec->handle_offset[b], &bytes);
-        s->owner_pid = (uint64_t)getpid();
+                                             &exec->handle_offset[b], &bytes, &s->id);
         s->owner_base = (uint64_t)(uintptr_t)exec->buf[b].base - exec->handle_offset[b];
         s->bytes = bytes;
         if (rc != NBR_SUCCESS) {

@@ -211,13 +211,21 @@ TEST_P(GpuBackend, IpcHandleOfAnInteriorPointerGivesItsOffset)
     ASSERT_NE(dev, nullptr);
     nbr_ipc_handle_t handle;
     size_t offset = 1, bytes = 0;
-    ASSERT_EQ(be->ipc_get(dev, &handle, &offset, &bytes), NBR_SUCCESS);
+    uint64_t id = 0, id2 = 0;
+    ASSERT_EQ(be->ipc_get(dev, &handle, &offset, &bytes, &id), NBR_SUCCESS);
     EXPECT_EQ(offset, 0u);
     EXPECT_GE(bytes, 1u << 20) << "the allocation's size";
-    ASSERT_EQ(be->ipc_get(dev + 12345, &handle, &offset, &bytes), NBR_SUCCESS);
+    ASSERT_EQ(be->ipc_get(dev + 12345, &handle, &offset, &bytes, &id2), NBR_SUCCESS);
     EXPECT_EQ(offset, 12345u);
     EXPECT_GE(bytes, 1u << 20);
+    EXPECT_EQ(id2, id) << "one allocation, one number";
     EXPECT_EQ(be->mem_free(dev), NBR_SUCCESS);
+    // the next allocation, likely at the same addresses, gets a new number
+    char *again = (char *)dev_alloc(1 << 20);
+    ASSERT_NE(again, nullptr);
+    ASSERT_EQ(be->ipc_get(again, &handle, &offset, &bytes, &id2), NBR_SUCCESS);
+    EXPECT_NE(id2, id);
+    EXPECT_EQ(be->mem_free(again), NBR_SUCCESS);
 }
 
 // Device-to-device copies (the kernel's path) of awkward sizes at every
