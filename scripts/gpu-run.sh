@@ -11,7 +11,7 @@
 # default 240; the tests TESTS_LIMIT, default 900, run TEST_JOBS at a time)
 # so one hang costs one step, not the run.
 #
-#   scripts/gpu-run.sh [--small] [--no-build] [--no-tests] OUTDIR
+#   scripts/gpu-run.sh [--small] [--no-build] [--no-tests] [--mps] OUTDIR
 #
 # On the lent GPU machine (no package registry there): prepare the bundle
 # here with ../shared/tools/gpu-bundle.sh, carry .devbundle, and run
@@ -20,20 +20,26 @@
 # there is no GPU (NBR_DEVICE=emulate), as CI runs it.
 # --no-build: use the build in ${BUILD_DIR:-build} as it is.
 # --no-tests: only the benchmarks (CI runs the script this way, from ctest).
+# --mps: run everything under NVIDIA's Multi-Process Service (a daemon of
+# this script's own, stopped at the end). Ranks that share one GPU are
+# otherwise time-sliced: every call that touches the GPU then waits about
+# 140 us per process for its turn (bench/results/2026-11-24-h100), which
+# says nothing of nbrcoll; with a GPU per rank neither applies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-small=0 build=1 tests=1 out=
+small=0 build=1 tests=1 mps=0 out=
 for arg in "$@"; do
     case $arg in
     --small) small=1 ;;
     --no-build) build=0 ;;
     --no-tests) tests=0 ;;
+    --mps) mps=1 ;;
     -*) echo "gpu-run.sh: unknown option $arg" >&2; exit 2 ;;
     *) out=$arg ;;
     esac
 done
 [ -n "$out" ] || {
-    echo "usage: scripts/gpu-run.sh [--small] [--no-build] [--no-tests] OUTDIR" >&2
+    echo "usage: scripts/gpu-run.sh [--small] [--no-build] [--no-tests] [--mps] OUTDIR" >&2
     exit 2
 }
 mkdir -p "$out"
@@ -65,6 +71,18 @@ record() {
 } > "$out/machine.txt"
 
 status=0
+if [ "$mps" = 1 ]; then
+    command -v nvidia-cuda-mps-control >/dev/null || {
+        echo "gpu-run.sh: --mps: no nvidia-cuda-mps-control here" >&2
+        exit 2
+    }
+    mps_dir=$(mktemp -d)
+    export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d
+    trap 'echo quit | nvidia-cuda-mps-control; cp -r "$mps_dir/log" "$out/mps-log"' EXIT
+    echo "MPS: on (pipe $CUDA_MPS_PIPE_DIRECTORY)" >> "$out/machine.txt"
+fi
 if [ "$build" = 1 ]; then
     # a newer compiler there may warn where ours does not: the warnings
     # stay in build.txt, and the run goes on without -Werror
