@@ -378,7 +378,8 @@ static int emu_copy(nbr_dev_stream_t *s, const nbr_copy_t *copies, int n, uint64
         rc = nbr_grow((void **)&s->batch_end, &s->batches_capacity, pending + 2, 1, sizeof(int));
     if (rc != NBR_SUCCESS)
         return rc;
-    memcpy(s->copies + s->num_copies, copies, (size_t)n * sizeof(nbr_copy_t));
+    if (n > 0) /* an empty batch may come with no array */
+        memcpy(s->copies + s->num_copies, copies, (size_t)n * sizeof(nbr_copy_t));
     s->num_copies += n;
     s->batch_end[pending] = s->num_copies;
     *ticket = ++s->issued;
