@@ -7,10 +7,9 @@
  * reach the bytes, through a second, private view. Only where the user
  * says MPI is GPU-aware (NBR_GPU_AWARE_MPI=1) may the CPU touch it: MPI
  * reads and writes it then, and in the emulation MPI runs on the CPU.
- * Copies are memcpy, but
- * deferred: a batch runs on a later progress call, never inside copy(), so
- * the device protocol's waits for copies to finish are exercised as on a
- * GPU. */
+ * Copies are memcpy, but deferred: a batch runs on a later progress call,
+ * never inside copy(), so the device protocol's waits for copies to
+ * finish are exercised as on a GPU. */
 #define _GNU_SOURCE
 #include "device/backend.h"
 
@@ -111,18 +110,25 @@ static int add_mapping(const emu_mapping_t *m)
     return rc;
 }
 
+/* The mapping whose device addresses hold p (only allocations of ours
+ * when owned), or -1. Caller holds the lock. */
+static int containing(const void *p, int owned)
+{
+    const char *c = p;
+    for (int i = 0; i < num_mappings; i++)
+        if ((!owned || mappings[i].owned) && c >= mappings[i].base &&
+            c < mappings[i].base + mappings[i].bytes)
+            return i;
+    return -1;
+}
+
 /* Where the CPU reaches the bytes at p: its view for a device address,
  * p itself for host memory. */
 static void *reachable(const void *p)
 {
-    const char *c = p;
-    void *at = (void *)c;
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < num_mappings; i++)
-        if (c >= mappings[i].base && c < mappings[i].base + mappings[i].bytes) {
-            at = mappings[i].view + (c - mappings[i].base);
-            break;
-        }
+    int i = containing(p, 0);
+    void *at = i < 0 ? (void *)p : mappings[i].view + ((const char *)p - mappings[i].base);
     pthread_mutex_unlock(&lock);
     return at;
 }
@@ -159,17 +165,11 @@ static int emu_current_device(int *device, char *pci_bus_id, size_t len)
 
 static int emu_pointer_kind(const void *ptr, nbr_mem_kind_t *kind, int *device)
 {
-    const char *p = ptr;
-    *kind = NBR_MEM_HOST;
-    *device = -1;
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < num_mappings; i++)
-        if (p >= mappings[i].base && p < mappings[i].base + mappings[i].bytes) {
-            *kind = NBR_MEM_DEVICE;
-            *device = 0;
-            break;
-        }
+    int device_memory = containing(ptr, 0) >= 0;
     pthread_mutex_unlock(&lock);
+    *kind = device_memory ? NBR_MEM_DEVICE : NBR_MEM_HOST;
+    *device = device_memory ? 0 : -1;
     return NBR_SUCCESS;
 }
 
@@ -267,22 +267,20 @@ static int emu_host_free(void *ptr)
 static int emu_ipc_get(const void *ptr, nbr_ipc_handle_t *handle, size_t *offset, size_t *bytes,
                        uint64_t *id)
 {
-    const char *p = ptr;
     int rc = NBR_ERR_ARG;
     memset(handle, 0, sizeof(*handle));
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < num_mappings; i++)
-        if (mappings[i].owned && p >= mappings[i].base &&
-            p < mappings[i].base + mappings[i].bytes) {
-            emu_handle_t h = {EMU_MAGIC, own_ns, (uint64_t)getpid(), mappings[i].id,
-                              mappings[i].bytes, (uint64_t)(uintptr_t)mappings[i].base};
-            memcpy(handle->bytes, &h, sizeof h);
-            *offset = (size_t)(p - mappings[i].base);
-            *bytes = mappings[i].bytes;
-            *id = mappings[i].id;
-            rc = NBR_SUCCESS;
-            break;
-        }
+    int i = containing(ptr, 1);
+    if (i >= 0) {
+        const emu_mapping_t *m = &mappings[i];
+        emu_handle_t h = {EMU_MAGIC, own_ns, (uint64_t)getpid(), m->id, m->bytes,
+                          m->owner_base};
+        memcpy(handle->bytes, &h, sizeof h);
+        *offset = (size_t)((const char *)ptr - m->base);
+        *bytes = m->bytes;
+        *id = m->id;
+        rc = NBR_SUCCESS;
+    }
     pthread_mutex_unlock(&lock);
     if (rc != NBR_SUCCESS)
         NBR_ERROR("emulated device: %p is not inside an nbr_mem_alloc allocation", ptr);
