@@ -319,6 +319,36 @@ TEST(Simulator, HangsAndUnmatchedMessagesAreErrors)
         << unmatched.message;
 }
 
+// Sends and receives pair up by channel (source, destination, tag), then
+// by posting order, whatever order the tags are posted in: every pairing
+// here has its own byte count, so a wrong one is an error. Rank 2 posts
+// more messages to rank 1 than one pair usually carries.
+TEST(Simulator, MessagesPairByTagThenPostingOrder)
+{
+    nbr_machine_t m = test_machine();
+    std::vector<Op> sends0, recvs1, sends2;
+    const int tags0[] = {3, 1, 1, 2, 1};
+    for (int i = 0; i < 5; i++)
+        sends0.push_back({NBR_OP_SEND, 1, 100 + (size_t)i, tags0[i]});
+    // rank 1 takes tag 1 first, then 2, then 3: within tag 1, as posted
+    recvs1 = {{NBR_OP_RECV, 0, 101, 1}, {NBR_OP_RECV, 0, 102, 1}, {NBR_OP_RECV, 0, 104, 1},
+              {NBR_OP_RECV, 0, 103, 2}, {NBR_OP_RECV, 0, 100, 3}};
+    for (int i = 0; i < 20; i++) // tags 19..0, then received 0..19
+        sends2.push_back({NBR_OP_SEND, 1, 200 + (size_t)i, 19 - i});
+    for (int t = 0; t < 20; t++)
+        recvs1.push_back({NBR_OP_RECV, 2, 200 + (size_t)(19 - t), t});
+    Plans ordered({{sends0}, {recvs1}, {sends2}});
+    Simulated ok(ordered, nullptr, m);
+    EXPECT_EQ(ok.rc, NBR_SUCCESS) << ok.message;
+    EXPECT_EQ(ok.result.messages[NBR_PATH_SOCKET] + ok.result.messages[NBR_PATH_NETWORK], 25u);
+    // the same with two tag-1 receives swapped pairs 101 with 102: refused
+    std::swap(recvs1[0], recvs1[1]);
+    Plans swapped({{sends0}, {recvs1}, {sends2}});
+    Simulated wrong(swapped, nullptr, m);
+    EXPECT_EQ(wrong.rc, NBR_ERR_INTERNAL);
+    EXPECT_NE(wrong.message.find("sends 101 bytes"), std::string::npos) << wrong.message;
+}
+
 // Whole jobs: every algorithm's plans simulate; fewer, larger messages
 // (halving) beat one per edge on a slow network with many small blocks.
 TEST(Simulator, WholeJobsOfEveryAlgorithm)
