@@ -96,6 +96,67 @@ int nbr_distinct_in_lists(int n, const int *out_offsets, const int *out_targets,
     return NBR_SUCCESS;
 }
 
+typedef struct source_at {
+    int source, position;
+} source_at_t;
+
+static int by_source_then_position(const void *x, const void *y)
+{
+    const source_at_t *a = x, *b = y;
+    if (a->source != b->source)
+        return a->source < b->source ? -1 : 1;
+    return (a->position > b->position) - (a->position < b->position);
+}
+
+int nbr_in_index_build(const int *sources, int n, nbr_in_index_t *index)
+{
+    *index = (nbr_in_index_t){.sources = sources, .n = n};
+    if (!(index->order = malloc(((size_t)n + 1) * sizeof(int))))
+        return NBR_ERR_NOMEM;
+    int sorted = 1;
+    for (int i = 0; i < n; i++) {
+        index->order[i] = i;
+        sorted = sorted && (i == 0 || sources[i - 1] <= sources[i]);
+    }
+    if (sorted)
+        return NBR_SUCCESS;
+    source_at_t *pairs = malloc(((size_t)n + 1) * sizeof(source_at_t));
+    if (!pairs) {
+        nbr_in_index_free(index);
+        return NBR_ERR_NOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        pairs[i] = (source_at_t){sources[i], i};
+    qsort(pairs, (size_t)n, sizeof(source_at_t), by_source_then_position);
+    for (int i = 0; i < n; i++)
+        index->order[i] = pairs[i].position;
+    free(pairs);
+    return NBR_SUCCESS;
+}
+
+int nbr_in_index_find(const nbr_in_index_t *index, int src, int *count)
+{
+    int lo = 0, hi = index->n; /* the first position whose source >= src */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (index->sources[index->order[mid]] < src)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int end = lo;
+    while (end < index->n && index->sources[index->order[end]] == src)
+        end++;
+    *count = end - lo;
+    return lo;
+}
+
+void nbr_in_index_free(nbr_in_index_t *index)
+{
+    free(index->order);
+    index->order = NULL;
+}
+
 int nbr_list_count(const int *list, int n, int value)
 {
     int k = 0;

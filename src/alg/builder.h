@@ -52,4 +52,20 @@ int nbr_list_occurrence(const int *list, int index); /* k of list[index] */
 int nbr_list_find_kth(const int *list, int n, int value, int k); /* position or -1 */
 int nbr_list_count(const int *list, int n, int value);
 
+/* A rank's in-edges by source: the positions of sources[0..n) ordered by
+ * (source, position), so that a builder finds every slot of one sender in
+ * log time (relay plans deliver each received block to all its slots; a
+ * scan of the whole in-list per block cost O(indegree^2) per rank). */
+typedef struct nbr_in_index {
+    int *order;
+    const int *sources;
+    int n;
+} nbr_in_index_t;
+
+int nbr_in_index_build(const int *sources, int n, nbr_in_index_t *index);
+/* Where src's positions start in index->order, ascending (*count of them;
+ * 0 when src sends this rank nothing). */
+int nbr_in_index_find(const nbr_in_index_t *index, int src, int *count);
+void nbr_in_index_free(nbr_in_index_t *index);
+
 #endif

@@ -400,14 +400,16 @@ void nbr_combining_pattern_free(nbr_combining_pattern_t *pattern)
 
 enum { TAG_EXCHANGE = 0, TAG_COMBINED = 1 };
 
-/* Copies block src, received at scratch offset at, into every slot of it. */
-static int deliver(const nbr_plan_input_t *in, nbr_plan_t *plan, int src, size_t at, size_t m)
+/* Copies block src, received at scratch offset at, into every slot of it
+ * (slots: the in-slots by sender). */
+static int deliver(const nbr_plan_input_t *in, const nbr_in_index_t *slots, nbr_plan_t *plan,
+                   int src, size_t at, size_t m)
 {
-    int rc = NBR_SUCCESS;
-    for (int i = 0; i < in->indegree && rc == NBR_SUCCESS; i++)
-        if (in->sources[i] == src)
-            rc = nbr_plan_add_copy(plan, NBR_BUF_RECV, in->layout->recv[i].offset,
-                                   NBR_BUF_SCRATCH, at, m);
+    int rc = NBR_SUCCESS, count = 0;
+    int first = nbr_in_index_find(slots, src, &count);
+    for (int c = first; c < first + count && rc == NBR_SUCCESS; c++)
+        rc = nbr_plan_add_copy(plan, NBR_BUF_RECV, in->layout->recv[slots->order[c]].offset,
+                               NBR_BUF_SCRATCH, at, m);
     return rc;
 }
 
@@ -422,10 +424,12 @@ static int build_plan(const nbr_plan_input_t *in, const nbr_combining_pattern_t 
     size_t own = in->layout->send[0].offset;
     size_t *outbox = malloc(((size_t)pat->num_pairs + 1) * sizeof(size_t));
     size_t *inbox = malloc(((size_t)pat->num_in + 1) * sizeof(size_t));
+    nbr_in_index_t slots = {0};
     if (!outbox || !inbox) {
         rc = NBR_ERR_NOMEM;
         goto out;
     }
+    NBR_CHECK(nbr_in_index_build(in->sources, in->indegree, &slots));
     for (int r = 0; landed && r < in->nranks; r++)
         landed[r] = SIZE_MAX;
     /* 1: friends swap blocks; both land side by side, lower rank first */
@@ -475,11 +479,12 @@ static int build_plan(const nbr_plan_input_t *in, const nbr_combining_pattern_t 
     for (int k = 0; k < pat->num_in; k++) {
         const int *b = pat->in[k].blocks;
         for (int j = 0; j < 2 && b[j] >= 0; j++)
-            NBR_CHECK(deliver(in, plan, b[j], inbox[k] + (j ? size[b[0]] : 0), size[b[j]]));
+            NBR_CHECK(deliver(in, &slots, plan, b[j], inbox[k] + (j ? size[b[0]] : 0), size[b[j]]));
     }
 out:
     free(outbox);
     free(inbox);
+    nbr_in_index_free(&slots);
     return rc;
 }
 

@@ -611,6 +611,7 @@ typedef struct plan_builder {
     const nbr_halving_msg_t *inbox_msgs;
     size_t *inbox_offsets;
     int num_inbox;
+    nbr_in_index_t slots; /* this rank's in-slots by sender */
 } plan_builder_t;
 
 static size_t take_scratch(nbr_plan_t *plan, size_t bytes)
@@ -636,13 +637,15 @@ static int deliver(plan_builder_t *b)
     const nbr_plan_input_t *in = b->in;
     for (int k = 0; k < b->num_inbox && rc == NBR_SUCCESS; k++)
         for (int j = 0; j < b->inbox_msgs[k].num_blocks && rc == NBR_SUCCESS; j++) {
-            int src = b->inbox_msgs[k].blocks[j];
-            for (int i = 0; i < in->indegree && rc == NBR_SUCCESS; i++) {
+            int src = b->inbox_msgs[k].blocks[j], count = 0;
+            int first = nbr_in_index_find(&b->slots, src, &count);
+            for (int c = first; c < first + count && rc == NBR_SUCCESS; c++) {
+                int i = b->slots.order[c];
                 /* a slot smaller than the block is a signature mismatch the
                  * request reports; the plan still runs to its end */
                 size_t bytes = in->layout->recv[i].bytes < b->size[src] ? in->layout->recv[i].bytes
                                                                         : b->size[src];
-                if (in->sources[i] == src && bytes > 0)
+                if (bytes > 0)
                     rc = nbr_plan_add_copy(b->plan, NBR_BUF_RECV, in->layout->recv[i].offset,
                                            NBR_BUF_SCRATCH, b->where[src].offset, bytes);
             }
@@ -731,6 +734,7 @@ static int build_plan(plan_builder_t *b, const nbr_halving_pattern_t *p)
         rc = NBR_ERR_NOMEM;
         goto out;
     }
+    NBR_CHECK(nbr_in_index_build(b->in->sources, b->in->indegree, &b->slots));
     if (p->num_steps + 1 > NBR_PLAN_TAGS) {
         NBR_ERROR("halving: %d steps; a plan has tags for %d", p->num_steps, NBR_PLAN_TAGS - 1);
         rc = NBR_ERR_UNSUPPORTED; /* the size round's tags would meet the data's */
@@ -760,6 +764,7 @@ out:
     free(bufs);
     free(offsets);
     free(b->inbox_offsets);
+    nbr_in_index_free(&b->slots);
     return rc;
 }
 
