@@ -113,13 +113,6 @@ int nbr_in_index_build(const int *sources, int n, nbr_in_index_t *index)
     *index = (nbr_in_index_t){.sources = sources, .n = n};
     if (!(index->order = malloc(((size_t)n + 1) * sizeof(int))))
         return NBR_ERR_NOMEM;
-    int sorted = 1;
-    for (int i = 0; i < n; i++) {
-        index->order[i] = i;
-        sorted = sorted && (i == 0 || sources[i - 1] <= sources[i]);
-    }
-    if (sorted)
-        return NBR_SUCCESS;
     source_at_t *pairs = malloc(((size_t)n + 1) * sizeof(source_at_t));
     if (!pairs) {
         nbr_in_index_free(index);

@@ -106,7 +106,7 @@ static int sort_by_rank(const endpoint_t *e, endpoint_t *out, int n, int nranks,
  * time linear in ops and ranks: a job of 8,192 ranks has millions of
  * endpoints, and the comparison sort was a third of nbr_sim's pricing.
  * Two counting passes give (src, dst, op); tags differ only between the
- * few messages of one pair, sorted in place. */
+ * few messages of one pair, sorted where a pair has more than one. */
 static int sort_endpoints(endpoint_t *e, endpoint_t *scratch, int n, int nranks)
 {
     int rc = sort_by_rank(e, scratch, n, nranks, 0);
@@ -115,16 +115,8 @@ static int sort_endpoints(endpoint_t *e, endpoint_t *scratch, int n, int nranks)
     for (int i = 0, end; rc == NBR_SUCCESS && i < n; i = end) {
         for (end = i + 1; end < n && e[end].src == e[i].src && e[end].dst == e[i].dst; end++)
             ;
-        if (end - i > 16) {
+        if (end - i > 1)
             qsort(e + i, (size_t)(end - i), sizeof(endpoint_t), compare_endpoint);
-            continue;
-        }
-        for (int j = i + 1; j < end; j++) /* insertion: pairs carry a few messages */
-            for (int k = j; k > i && compare_endpoint(&e[k - 1], &e[k]) > 0; k--) {
-                endpoint_t t = e[k];
-                e[k] = e[k - 1];
-                e[k - 1] = t;
-            }
     }
     return rc;
 }
