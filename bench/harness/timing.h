@@ -20,8 +20,9 @@ double bh_time_one_call(const bh_alg_t *a, bh_layout_t *L);
 
 /* warmup calls of every algorithm (then its nbrcoll counters are reset, so
  * they count the timed calls only), then iters rounds of one call of each
- * algorithm in turn: noise that drifts over the run (a shared,
- * oversubscribed machine) hits every algorithm alike.
+ * algorithm in turn, starting one algorithm later each round: noise that
+ * drifts over the run (a shared, oversubscribed machine) and what a call
+ * leaves behind for the next hit every algorithm alike.
  * samples[a * iters + it], seconds. Collective. */
 void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
                          int warmup, int iters, double *samples);
