@@ -12,9 +12,7 @@
  * message of a burst of 16 small ones adds to a round trip: the part of
  * the start-up that keeps a rank busy, machine.h). The network interface's bandwidth comes from every rank of the
  * first node streaming to a rank of the second at once. Copies are timed
- * with memcpy. The per-call start (machine.h) is what a ring of 8-byte
- * messages to the next rank takes, timed as nbr_bench times a call, beyond
- * what its slowest message takes alone. Paths it cannot measure here (a second socket, GPUs) are
+ * with memcpy. Paths it cannot measure here (a second socket, GPUs) are
  * taken from --base FILE, or left at placeholders, and the file says so.
  *
  *   mpirun -np N nbr_calibrate [--output FILE] [--name NAME] [--base FILE]
@@ -209,49 +207,6 @@ static double stream_rate(const int *node_of, const int *local_of, int n, int me
     return slowest > 0 ? (double)total * reps * bytes / slowest : 0;
 }
 
-#define RING_CALLS 200
-
-/* The per-call start's measurement: every rank sends 8 B to the next rank
- * and receives 8 B from the one before, timed as nbr_bench times a call (a
- * barrier, then the slowest rank's time); the median of RING_CALLS calls,
- * on every rank. */
-static double ring_call(int me, int n)
-{
-    double samples[RING_CALLS];
-    char out[8] = {0}, in[8];
-    for (int i = -RING_CALLS / 10; i < RING_CALLS; i++) { /* < 0: warm-up */
-        MPI_Request req[2];
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        MPI_Irecv(in, 8, MPI_BYTE, (me + n - 1) % n, TAG + 4, MPI_COMM_WORLD, &req[0]);
-        MPI_Isend(out, 8, MPI_BYTE, (me + 1) % n, TAG + 4, MPI_COMM_WORLD, &req[1]);
-        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
-        double t = MPI_Wtime() - t0, slowest = 0;
-        MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (i >= 0)
-            samples[i] = slowest;
-    }
-    qsort(samples, RING_CALLS, sizeof(double), compare_double);
-    return samples[RING_CALLS / 2];
-}
-
-/* What the fitted paths say the ring takes: its slowest message alone. */
-static double ring_model(const nbr_machine_t *m, const int *node_of, const int *local_of, int n,
-                         int spr)
-{
-    double slowest = 0;
-    for (int r = 0; r < n; r++) {
-        int from = (r + n - 1) % n;
-        nbr_path_t path = from == r                         ? NBR_PATH_COPY
-                          : node_of[from] != node_of[r]     ? NBR_PATH_NETWORK
-                          : spr && local_of[from] / spr != local_of[r] / spr ? NBR_PATH_NODE
-                                                                             : NBR_PATH_SOCKET;
-        double t = nbr_path_seconds(m, path, 8);
-        slowest = t > slowest ? t : slowest;
-    }
-    return slowest;
-}
-
 /* Keeps the compiler from dropping copies nobody reads. */
 static volatile char sink;
 
@@ -368,7 +323,6 @@ int main(int argc, char **argv)
     double nic = network_peer >= 0
                      ? stream_rate(node_of, local_of, n, me, buf, (int)(o.max_bytes / 4))
                      : 0;
-    double ring = n > 1 ? ring_call(me, n) : 0;
     int nodes = 0;
     for (int r = 0; r < n; r++)
         nodes = node_of[r] + 1 > nodes ? node_of[r] + 1 : nodes;
@@ -406,9 +360,6 @@ int main(int argc, char **argv)
             m.path[NBR_PATH_DEVICE] = m.path[NBR_PATH_COPY];
             m.path[NBR_PATH_GPU] = m.path[NBR_PATH_NODE];
         }
-        /* what the ring took beyond its message is what every call pays */
-        double ring_paths = n > 1 ? ring_model(&m, node_of, local_of, n, spr) : 0;
-        m.start = ring > ring_paths ? ring - ring_paths : 0;
         FILE *out = o.output ? fopen(o.output, "w") : stdout;
         if (!out) {
             fprintf(stderr, "nbr_calibrate: cannot write %s\n", o.output);
@@ -421,13 +372,6 @@ int main(int argc, char **argv)
         fprintf(out, "#   nics: %s\n", network.peer >= 0 ? "measured, all ranks of node 0 "
                                                         "streaming to node 1 at once"
                                                       : kept);
-        if (n > 1)
-            fprintf(out, "#   call start: a ring of 8 B to the next rank took %.1f us (median "
-                         "of %d calls, timed as nbr_bench times one), its slowest message "
-                         "alone %.1f us\n",
-                    ring * 1e6, RING_CALLS, ring_paths * 1e6);
-        else
-            fprintf(out, "#   call start: one rank, none\n");
         if (o.sweep) {
             print_sweep(out, "socket", &socket, &o, 0);
             print_sweep(out, "node", &other_socket, &o, 0);

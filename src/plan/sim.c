@@ -280,7 +280,7 @@ static int run(sim_t *s)
 {
     int n = s->in->nranks, rc = NBR_SUCCESS;
     for (int r = 0; r < n && rc == NBR_SUCCESS; r++)
-        rc = push(s, s->in->machine->start, EVENT_PHASE, r);
+        rc = push(s, 0.0, EVENT_PHASE, r);
     while (rc == NBR_SUCCESS && s->heap_size > 0) {
         event_t e = pop(s);
         rc = e.kind == EVENT_PHASE ? start_phase(s, e.rank, e.time) : issue_send(s, e.rank, e.time);
@@ -431,5 +431,5 @@ double nbr_sim_job_price(const nbr_machine_t *m, double slowest_rank, const doub
         double nic = (out > in ? out : in) / (nics * m->nic_bandwidth);
         price = nic > price ? nic : price;
     }
-    return m->start + price;
+    return price;
 }

@@ -2,8 +2,6 @@
  * machine (topo/machine.h), in one process, without running them.
  *
  * The model (docs/ARCHITECTURE.md, "Simulator", says why each rule):
- *   - Every rank starts at the machine's start (the call's per-call
- *     start: the time until its last rank runs it).
  *   - A rank runs its phases in order. At the start of a phase it posts
  *     the phase's receives, then issues its sends one after the other,
  *     then does its local copies; the phase ends when every message of it
@@ -90,9 +88,9 @@ typedef struct nbr_sim_parts {
 void nbr_sim_rank_parts(const nbr_sim_input_t *input, const nbr_plan_t *plan,
                         nbr_sim_parts_t *parts);
 
-/* A job's price of a plan from its ranks' parts: the machine's start plus
- * the slowest rank's seconds (slowest_rank) or the busiest node's
- * interfaces, whichever is longer; node_bytes[2v], [2v+1]: node v's ranks' bytes out and in, summed
+/* A job's price of a plan from its ranks' parts: the slowest rank's
+ * seconds (slowest_rank) or the busiest node's interfaces, whichever is
+ * longer; node_bytes[2v], [2v+1]: node v's ranks' bytes out and in, summed
  * (all of its interfaces carry them, evenly). */
 double nbr_sim_job_price(const nbr_machine_t *machine, double slowest_rank,
                          const double *node_bytes, int nodes);

@@ -2,7 +2,6 @@
 
 #include "topo/text.h"
 
-#include <math.h>
 #include <nbrcoll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,23 +66,10 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
     return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
 }
 
-/* call start_us=S: the per-call start, >= 0 */
-static int parse_call(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
-{
-    const char *value = count == 2 ? nbr_text_keyed(words[1], "start_us") : NULL;
-    if (!value)
-        return nbr_text_error(p, "'call' takes start_us=");
-    int rc = nbr_text_double(p, value, &m->start);
-    m->start *= 1e-6;
-    if (rc == NBR_SUCCESS && !isfinite(m->start))
-        rc = nbr_text_error(p, "start_us must be finite");
-    return rc;
-}
-
 int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t size)
 {
     nbr_text_parser_t p = nbr_text_parser(text, message, size);
-    int seen[NBR_NUM_PATHS] = {0}, header = 0, nics = 0, call = 0, rc = NBR_SUCCESS;
+    int seen[NBR_NUM_PATHS] = {0}, header = 0, nics = 0, rc = NBR_SUCCESS;
     memset(m, 0, sizeof(*m));
     for (char *line; rc == NBR_SUCCESS && (line = nbr_text_next_line(&p));) {
         char *words[8];
@@ -111,8 +97,6 @@ int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t 
                 rc = nbr_text_error(&p, "'nics' needs a count");
             else if ((rc = nbr_text_int(&p, words[1], 1, 1024, &m->nics)) == NBR_SUCCESS)
                 rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth);
-        } else if (strcmp(words[0], "call") == 0) {
-            rc = call++ ? nbr_text_error(&p, "'call' given twice") : parse_call(&p, m, words, count);
         } else {
             rc = nbr_text_error(&p, "unknown key '%s'", words[0]);
         }
@@ -153,8 +137,6 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
         fputc('\n', out);
     }
     fprintf(out, "nics %d gbytes_per_s=%.17g\n", m->nics, m->nic_bandwidth * 1e-9);
-    if (m->start > 0)
-        fprintf(out, "call start_us=%.17g\n", m->start * 1e6);
     return ferror(out) ? NBR_ERR_IO : NBR_SUCCESS;
 }
 

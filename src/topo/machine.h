@@ -16,7 +16,6 @@
  *   path gpu     alpha_us=8   gbytes_per_s=50
  *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
  *   nics 1 gbytes_per_s=0.118             per node, each direction
- *   call start_us=160                     optional, see start below
  *
  * Every path is required, once; gbytes_per_s is 1e9 bytes per second,
  * > 0; alpha_us >= 0. overhead_us (optional, 0 < overhead_us <= alpha_us)
@@ -55,9 +54,6 @@ typedef struct nbr_machine {
     nbr_path_cost_t path[NBR_NUM_PATHS];
     int nics;             /* network interfaces per node, shared by its ranks */
     double nic_bandwidth; /* bytes per second, each, each direction */
-    double start;         /* seconds from a call's start until its last rank
-                           * runs it: the barrier's release and, where ranks
-                           * outnumber cores, their turns on them; 0: none */
 } nbr_machine_t;
 
 /* Seconds one message of bytes takes on path, alone. */

@@ -25,8 +25,7 @@ const char *const full =
     "path node    alpha_us=2   gbytes_per_s=4\n"
     "path gpu     alpha_us=8   gbytes_per_s=50\n"
     "path network alpha_us=10  gbytes_per_s=0.125 overhead_us=3\n"
-    "nics 4 gbytes_per_s=25\n"
-    "call start_us=150\n";
+    "nics 4 gbytes_per_s=25\n";
 
 TEST(MachineFile, ParsesEveryPath)
 {
@@ -44,7 +43,6 @@ TEST(MachineFile, ParsesEveryPath)
     EXPECT_EQ(m.nics, 4);
     EXPECT_DOUBLE_EQ(m.nic_bandwidth, 25e9);
     EXPECT_DOUBLE_EQ(nbr_path_seconds(&m, NBR_PATH_NETWORK, 125000), 10e-6 + 1e-3);
-    EXPECT_DOUBLE_EQ(m.start, 150e-6);
     EXPECT_STREQ(nbr_path_name(NBR_PATH_GPU), "gpu");
 }
 
@@ -55,7 +53,6 @@ TEST(MachineFile, WritesWhatItReads)
     ASSERT_EQ(nbr_machine_parse(full, &m, why, sizeof why), NBR_SUCCESS);
     m.path[NBR_PATH_SOCKET].alpha = 1.0 / 3 * 1e-6; // not a round number
     m.path[NBR_PATH_NETWORK].overhead = 0.7e-6;
-    m.start = 1.0 / 7 * 1e-3;
     char *text = nullptr;
     size_t length = 0;
     FILE *out = open_memstream(&text, &length);
@@ -72,7 +69,6 @@ TEST(MachineFile, WritesWhatItReads)
     }
     EXPECT_EQ(back.nics, m.nics);
     EXPECT_DOUBLE_EQ(back.nic_bandwidth, m.nic_bandwidth);
-    EXPECT_NEAR(back.start, m.start, 1e-15 * m.start);
 }
 
 // Each broken file names the line and what is wrong with it.
@@ -113,11 +109,6 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 2\n", "line 8: gbytes_per_s= missing"},
         {head + paths + "nics 2 gbytes_per_s=1\nnics 2 gbytes_per_s=1\n",
          "line 9: 'nics' given twice"},
-        {head + "call\n", "line 2: 'call' takes start_us="},
-        {head + "call start=1\n", "line 2: 'call' takes start_us="},
-        {head + "call start_us=-3\n", "line 2: -3: negative"},
-        {head + "call start_us=inf\n", "line 2: start_us must be finite"},
-        {head + "call start_us=1\ncall start_us=1\n", "line 3: 'call' given twice"},
     };
     for (const Case &c : cases) {
         nbr_machine_t m{};
@@ -134,7 +125,6 @@ TEST(MachineFile, ErrorsNameTheLine)
               NBR_SUCCESS)
         << why;
     EXPECT_STREQ(m.name, "unnamed");
-    EXPECT_EQ(m.start, 0.0); // no 'call' line: no start
     EXPECT_EQ(nbr_machine_load("/no/such/file.machine", &m, why, sizeof why), NBR_ERR_IO);
     EXPECT_NE(std::string(why).find("/no/such/file.machine"), std::string::npos);
 }

@@ -179,14 +179,6 @@ TEST(Simulator, TwoPhaseRelay)
     EXPECT_EQ(run.ends[3], 0.0); // nothing to do
     EXPECT_NEAR(run.result.seconds, hop1 + hop2, 1e-12);
     EXPECT_NE(run.result.last_rank, 0);
-
-    // a per-call start delays every rank alike, the idle one included
-    m.start = 100 * us;
-    Simulated late(p, &two.loc, m);
-    ASSERT_EQ(late.rc, NBR_SUCCESS) << late.message;
-    for (int r = 0; r < 4; r++)
-        EXPECT_NEAR(late.ends[r], run.ends[r] + 100 * us, 1e-12) << r;
-    EXPECT_NEAR(late.result.seconds, hop1 + hop2 + 100 * us, 1e-12);
 }
 
 // A rank's sends go out one after the other; its copies run beside them.
@@ -309,15 +301,6 @@ TEST(Simulator, RankEstimates)
     EXPECT_NEAR(nbr_sim_rank_estimate(&in4, &relay.plans[1]),
                 (1 * us + 5000 / 5e9) + (0.5 * us + 1e6 / 1e10), 1e-12);
     EXPECT_EQ(nbr_sim_rank_estimate(&in4, &relay.plans[3]), 0.0);
-
-    // the job's price: the slowest rank or the busiest node's interface,
-    // after the per-call start, which is paid once
-    const double node_bytes[4] = {3e6, 1e6, 0, 5e6}; // node 1 takes in 5 MB: 5 ms
-    EXPECT_NEAR(nbr_sim_job_price(&m, 1e-3, node_bytes, 2), 5e-3, 1e-12);
-    EXPECT_NEAR(nbr_sim_job_price(&m, 7e-3, node_bytes, 2), 7e-3, 1e-12);
-    m.start = 200 * us;
-    EXPECT_NEAR(nbr_sim_job_price(&m, 1e-3, node_bytes, 2), 5e-3 + 200 * us, 1e-12);
-    EXPECT_NEAR(nbr_sim_rank_estimate(&in4, &relay.plans[3]), 0.0, 1e-12); // a rank's own part
 }
 
 TEST(Simulator, HangsAndUnmatchedMessagesAreErrors)
