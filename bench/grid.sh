@@ -14,11 +14,11 @@ BUILD=${BUILD_DIR:-build}
 OUT=""
 CONFIGS="cluster,node"
 PATTERNS="rsg:0.05,rsg:0.2,rsg:0.4,rsg:0.7,moore:2:1,moore:2:2,moore:3:1"
-MIN=16 MAX=16Mi SPLIT=64Ki MAXMEM=640Mi
+MIN=16 MAX=16Mi TINY=1Ki SPLIT=64Ki MAXMEM=640Mi
 # warm-up: nbr_bench adds auto's trial calls itself (nbr_comm_trial_pending)
-ITERS_SMALL=200 ITERS_LARGE=7 WARMUP=5
+ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 WARMUP=5
 ALGS=mpi,naive,halving,combining,leader,auto
-CLUSTER_MACHINE=topo/emulated-4x4-1gbit.machine
+CLUSTER_MACHINE=calibrate
 NODE_MACHINE=default
 
 usage() {
@@ -30,16 +30,26 @@ Usage: bench/grid.sh --out DIR [options]
                      iproute2) and/or node (8 ranks on this node) [$CONFIGS]
   --patterns LIST    rsg:DENSITY and moore:DIMS:RADIUS items [$PATTERNS]
   --min-bytes B --max-bytes B   per-neighbor sizes, powers of 4 [$MIN, $MAX]
-  --split B          sizes up to B get --iters-small timed rounds, larger
-                     ones --iters-large [$SPLIT]
-  --iters-small N --iters-large N --warmup N  [$ITERS_SMALL, $ITERS_LARGE, $WARMUP]
+  --tiny B           sizes up to B get --iters-tiny timed rounds: calls of
+                     a few hundred us whose medians need many samples to
+                     settle within a few % [$TINY]
+  --split B          larger sizes up to B get --iters-small timed rounds,
+                     larger ones --iters-large [$SPLIT]
+  --iters-tiny N --iters-small N --iters-large N --warmup N
+                     [$ITERS_TINY, $ITERS_SMALL, $ITERS_LARGE, $WARMUP]
   --algorithms LIST  [$ALGS]
   --max-mem B        nbr_bench skips sizes needing more buffer memory per
                      rank (16 ranks share this machine's memory) [$MAXMEM]
   --cluster-machine F  machine file auto prices plans with on the cluster
-                     (NBR_MACHINE) [$CLUSTER_MACHINE]
+                     (NBR_MACHINE) and nbr_sim predicts with; 'calibrate':
+                     nbr_calibrate measures the configuration first and
+                     writes DIR/cluster.machine (about 25 s; the emulated
+                     cluster's start-ups move with the host's load from day
+                     to day, topo/emulated-4x4-1gbit.machine is one such
+                     day) [$CLUSTER_MACHINE]
   --node-machine F   the same for the node config ('default': the
-                     library's built-in machine, NBR_MACHINE unset) [$NODE_MACHINE]
+                     library's built-in machine, NBR_MACHINE unset, what a
+                     user who sets nothing gets) [$NODE_MACHINE]
 
 Needs a build with the bench ($BUILD/bench/nbr_bench, nbr_sim), python3 and
 gnuplot for the plots (the report is written without gnuplot).
@@ -53,7 +63,9 @@ while (($#)); do
     --patterns) PATTERNS=$2; shift 2 ;;
     --min-bytes) MIN=$2; shift 2 ;;
     --max-bytes) MAX=$2; shift 2 ;;
+    --tiny) TINY=$2; shift 2 ;;
     --split) SPLIT=$2; shift 2 ;;
+    --iters-tiny) ITERS_TINY=$2; shift 2 ;;
     --iters-small) ITERS_SMALL=$2; shift 2 ;;
     --iters-large) ITERS_LARGE=$2; shift 2 ;;
     --warmup) WARMUP=$2; shift 2 ;;
@@ -79,6 +91,8 @@ to_bytes() {
   esac
 }
 min_b=$(to_bytes "$MIN") max_b=$(to_bytes "$MAX") split_b=$(to_bytes "$SPLIT")
+tiny_b=$(to_bytes "$TINY")
+((tiny_b <= split_b)) || tiny_b=$split_b
 
 # nbr_bench / nbr_sim graph options of one pattern item; its file tag
 graph_args() {
@@ -97,6 +111,15 @@ run_config() {
   local name=$1 ranks=$2 rpn=$3 machine=$4
   shift 4
   local -a launch=("$@")
+  if [[ $machine == calibrate ]]; then
+    machine=$OUT/$name.machine
+    local -a cal=("${launch[@]}" "$BUILD/bench/nbr_calibrate" --name "grid-$name"
+      --max-bytes 16Mi --sweep 1 --output "$machine")
+    [[ $name == cluster ]] && cal+=(--link-gbit 1)
+    echo "grid: ${cal[*]}" | tee "$OUT/$name-calibrate.txt"
+    "${cal[@]}" >>"$OUT/$name-calibrate.txt" 2>&1 ||
+      { echo "grid: calibration failed, see $OUT/$name-calibrate.txt" >&2; exit 1; }
+  fi
   local -a env=()
   [[ -n $machine && $machine != default ]] && env=(env "NBR_MACHINE=$machine")
   IFS=, read -ra items <<<"$PATTERNS"
@@ -104,14 +127,16 @@ run_config() {
     local g tag
     g=$(graph_args "$item")
     tag=$(tag_of "$item")
-    # small sizes: more rounds; large sizes: fewer (each costs seconds)
+    # the smaller the calls, the more rounds (large ones cost seconds each)
     local pass lo hi iters
-    for pass in small large; do
-      if [[ $pass == small ]]; then
-        lo=$min_b hi=$((split_b < max_b ? split_b : max_b)) iters=$ITERS_SMALL
-      else
-        lo=$((split_b * 4)) hi=$max_b iters=$ITERS_LARGE
-      fi
+    for pass in tiny small large; do
+      case $pass in
+        tiny) lo=$min_b hi=$tiny_b iters=$ITERS_TINY ;;
+        small) lo=$((tiny_b * 4)) hi=$split_b iters=$ITERS_SMALL ;;
+        large) lo=$((split_b * 4)) hi=$max_b iters=$ITERS_LARGE ;;
+      esac
+      ((lo >= min_b)) || lo=$min_b
+      ((hi <= max_b)) || hi=$max_b
       ((lo <= hi)) || continue
       local csv="$OUT/$name-$tag-$pass.csv" log="$OUT/$name-$tag-$pass.txt"
       # shellcheck disable=SC2086
