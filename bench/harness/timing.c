@@ -57,7 +57,7 @@ void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
     }
     /* the order rotates each round: a call is slowed by what the one
      * before it left behind (on the emulated cluster, whichever algorithm
-     * came first in a fixed order was 2-14 % faster than the same MPI call
+     * came first in a fixed order was 2.5-12 % faster than the same MPI call
      * in last place), so every algorithm follows every other in turn */
     for (int it = 0; it < iters; it++)
         for (int k = 0; k < nalgs; k++) {
