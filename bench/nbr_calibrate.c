@@ -82,6 +82,7 @@ static int compare_double(const void *a, const void *b)
 }
 
 #define BURST 16
+#define OVERHEAD_TRIES 5
 
 /* Seconds of one trip between rank 0 and peer: rank 0 sends `burst`
  * messages of `bytes` at once, peer answers with one when all are in. The
@@ -159,13 +160,19 @@ static void measure_path(int me, int peer, char *buf, uint64_t max_bytes, fit_t 
         f->seconds[f->num_sizes++] = s;
     }
     /* the overhead: what each of BURST small messages sent at once adds
-     * to a round trip; the rest of alpha overlaps (machine.h) */
-    double one = 0, many = 0;
-    if (me == 0 || me == peer) {
-        one = trip(me, peer, buf, 8, 1);
-        many = trip(me, peer, buf, 8, BURST);
+     * to a round trip; the rest of alpha overlaps (machine.h). The least
+     * of OVERHEAD_TRIES pairs of trips, as alpha is the least of three
+     * sizes: on the emulated cluster single pairs gave 16-18 us or 48-60
+     * us from run to run, other ranks' turns on the cores landing in the
+     * burst; such waits only ever add */
+    double tries[OVERHEAD_TRIES] = {0};
+    for (int k = 0; k < OVERHEAD_TRIES && (me == 0 || me == peer); k++) {
+        double one = trip(me, peer, buf, 8, 1);
+        double many = trip(me, peer, buf, 8, BURST);
+        tries[k] = (many - one) / (BURST - 1);
     }
-    f->overhead = (many - one) / (BURST - 1);
+    qsort(tries, OVERHEAD_TRIES, sizeof(double), compare_double);
+    f->overhead = tries[0];
     int n = f->num_sizes;
     f->alpha = f->seconds[0];
     for (int i = 1; i < 3 && i < n; i++)
