@@ -9,9 +9,10 @@
  * round trip, the median of several batches), and fits a start-up (the
  * least time of the three smallest sizes) and a bandwidth (the slope
  * between the two largest sizes), and an overhead (what each further
- * message of a burst of 16 small ones adds to a round trip: the part of
- * the start-up that keeps a rank busy, machine.h). The network interface's bandwidth comes from every rank of the
- * first node streaming to a rank of the second at once. Copies are timed
+ * message of a burst of 16 small ones adds to a round trip, the least of
+ * five tries: the part of the start-up that keeps a rank busy,
+ * machine.h). The network interface's bandwidth comes from every rank of
+ * the first node streaming to a rank of the second at once. Copies are timed
  * with memcpy. Paths it cannot measure here (a second socket, GPUs) are
  * taken from --base FILE, or left at placeholders, and the file says so.
  *
