@@ -734,12 +734,12 @@ static int build_plan(plan_builder_t *b, const nbr_halving_pattern_t *p)
         rc = NBR_ERR_NOMEM;
         goto out;
     }
-    NBR_CHECK(nbr_in_index_build(b->in->sources, b->in->indegree, &b->slots));
     if (p->num_steps + 1 > NBR_PLAN_TAGS) {
         NBR_ERROR("halving: %d steps; a plan has tags for %d", p->num_steps, NBR_PLAN_TAGS - 1);
         rc = NBR_ERR_UNSUPPORTED; /* the size round's tags would meet the data's */
         goto out;
     }
+    NBR_CHECK(nbr_in_index_build(b->in->sources, b->in->indegree, &b->slots));
     NBR_CHECK(nbr_plan_begin_phase(b->plan));
     NBR_CHECK(nbr_add_self_copies(b->in, b->plan));
     for (int t = 0; t < p->num_steps; t++) {
