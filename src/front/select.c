@@ -316,6 +316,9 @@ static int cmp_double(const void *a, const void *b)
  * per cent). */
 #define NBR_TRIAL_MARGIN 0.03
 
+/* A side this close to the first trial's fastest joins the second trial. */
+#define NBR_TRIAL_CLOSE 0.10
+
 int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double seconds)
 {
     /* the sides run in turns, so that a disturbance of the machine falls
@@ -377,16 +380,25 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
      * winner against the first's and the baseline, agrees: one disturbed
      * trial must not lock in a plan the model rated far better (Moore d2
      * r2 at 16 KiB on the emulated cluster kept naive at 0.20x of halving
-     * once) */
+     * once); a side that came within NBR_TRIAL_CLOSE of the first's runs
+     * again too, so that a near-tie is not settled by one trial's few calls
+     * (on one node of 8, Moore d3 r1 at 64 KiB kept combining at 0.68x of
+     * halving) */
     int again = keep != 0 && !trial->retried;
     NBR_INFO("comm %d: auto's %s for %s (block %zu bytes, median of %d calls): %s: %s %s",
              state->id, trial->retried ? "second trial" : "trial",
              nbr_call_name(trial->kind), trial->block_bytes, calls, text,
              again ? "a second trial for" : "keeps", trial->sides[keep]->name);
     if (again) {
-        const nbr_algorithm_t *first = trial->sides[keep];
+        const nbr_algorithm_t *first = trial->sides[keep], *close[NBR_TRIAL_SIDES];
+        int num_close = 0;
+        for (int t = 1; t < sides; t++)
+            if (t != keep && t != base && job[t] <= job[keep] * (1 + NBR_TRIAL_CLOSE))
+                close[num_close++] = trial->sides[t];
         trial->num_sides = 1;
         trial->sides[trial->num_sides++] = first;
+        for (int t = 0; t < num_close; t++)
+            trial->sides[trial->num_sides++] = close[t];
         if (base > 0 && first != baseline)
             trial->sides[trial->num_sides++] = baseline;
         trial->trial_calls = 0;
