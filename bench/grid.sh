@@ -3,7 +3,8 @@
 # leader and auto (interleaved, checked bit-exact first) over RSG densities
 # and Moore stencils, sizes in powers of 4, on the emulated 4 x 4 cluster
 # (bench/cluster/local-cluster.sh, as root) and on one node of 8 ranks; asks
-# nbr_sim for its prediction of the same points; then bench/grid_report.py
+# nbr_sim for its prediction of the same points; measures every point that
+# is not ok again in fresh runs (--confirm); then bench/grid_report.py
 # writes the verdict per point, the simulator table and the plots.
 #
 # Run with --help for usage.
@@ -20,6 +21,7 @@ ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 WARMUP=5
 ALGS=mpi,naive,halving,combining,leader,auto
 CLUSTER_MACHINE=calibrate
 NODE_MACHINE=default
+CONFIRM=2
 
 usage() {
   cat <<EOF
@@ -50,6 +52,11 @@ Usage: bench/grid.sh --out DIR [options]
   --node-machine F   the same for the node config ('default': the
                      library's built-in machine, NBR_MACHINE unset, what a
                      user who sets nothing gets) [$NODE_MACHINE]
+  --confirm N        fresh runs of each point whose first verdict is not ok
+                     (a tie or a loss), N rounds over them all; those
+                     points are judged on each algorithm's median over
+                     their runs (the noise rule alone flags about one point
+                     in ten of two identical runs) [$CONFIRM]
 
 Needs a build with the bench ($BUILD/bench/nbr_bench, nbr_sim), python3 and
 gnuplot for the plots (the report is written without gnuplot).
@@ -73,6 +80,7 @@ while (($#)); do
     --max-mem) MAXMEM=$2; shift 2 ;;
     --cluster-machine) CLUSTER_MACHINE=$2; shift 2 ;;
     --node-machine) NODE_MACHINE=$2; shift 2 ;;
+    --confirm) CONFIRM=$2; shift 2 ;;
     --help|-h) usage; exit 0 ;;
     *) echo "grid: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -105,12 +113,44 @@ graph_args() {
 }
 tag_of() { echo "$1" | tr ':.' '-_'; }
 
-# run_config NAME RANKS RPN MACHINE LAUNCHER...: the bench passes of every
-# pattern, then nbr_sim on the same points.
+# launch_of NAME: sets launch, the command line a config's runs start with
+launch_of() {
+  case $1 in
+    cluster) launch=(bench/cluster/local-cluster.sh 4 4) ;;
+    node) launch=(mpirun --oversubscribe -np 8) ;;
+    *) echo "grid: unknown config '$1'" >&2; exit 2 ;;
+  esac
+}
+
+# iters_of BYTES: the timed rounds of a size's pass
+iters_of() {
+  if (($1 <= tiny_b)); then echo "$ITERS_TINY"
+  elif (($1 <= split_b)); then echo "$ITERS_SMALL"
+  else echo "$ITERS_LARGE"; fi
+}
+
+# the machine file each config's runs price with ('' or default: none)
+declare -A MACHINE_OF=()
+
+# bench NAME MACHINE CSV LOG NBR_BENCH_ARGS...: one nbr_bench run of a config
+bench() {
+  local name=$1 machine=$2 csv=$3 log=$4
+  shift 4
+  local -a launch env=()
+  launch_of "$name"
+  [[ -n $machine && $machine != default ]] && env=(env "NBR_MACHINE=$machine")
+  local -a cmd=("${env[@]}" "${launch[@]}" "$BUILD/bench/nbr_bench" "$@"
+    --algorithms "$ALGS" --step 4 --warmup "$WARMUP" --max-mem "$MAXMEM" --csv "$csv")
+  echo "grid: ${cmd[*]}" | tee "$log"
+  "${cmd[@]}" >>"$log" 2>&1 || { echo "grid: failed, see $log" >&2; exit 1; }
+}
+
+# run_config NAME RANKS RPN MACHINE: the bench passes of every pattern,
+# then nbr_sim on the same points.
 run_config() {
   local name=$1 ranks=$2 rpn=$3 machine=$4
-  shift 4
-  local -a launch=("$@")
+  local -a launch
+  launch_of "$name"
   if [[ $machine == calibrate ]]; then
     machine=$OUT/$name.machine
     local -a cal=("${launch[@]}" "$BUILD/bench/nbr_calibrate" --name "grid-$name"
@@ -120,8 +160,7 @@ run_config() {
     "${cal[@]}" >>"$OUT/$name-calibrate.txt" 2>&1 ||
       { echo "grid: calibration failed, see $OUT/$name-calibrate.txt" >&2; exit 1; }
   fi
-  local -a env=()
-  [[ -n $machine && $machine != default ]] && env=(env "NBR_MACHINE=$machine")
+  MACHINE_OF[$name]=$machine
   IFS=, read -ra items <<<"$PATTERNS"
   for item in "${items[@]}"; do
     local g tag
@@ -138,13 +177,9 @@ run_config() {
       ((lo >= min_b)) || lo=$min_b
       ((hi <= max_b)) || hi=$max_b
       ((lo <= hi)) || continue
-      local csv="$OUT/$name-$tag-$pass.csv" log="$OUT/$name-$tag-$pass.txt"
       # shellcheck disable=SC2086
-      local -a cmd=("${env[@]}" "${launch[@]}" "$BUILD/bench/nbr_bench" $g
-        --algorithms "$ALGS" --step 4 --min-bytes "$lo" --max-bytes "$hi"
-        --warmup "$WARMUP" --iters "$iters" --max-mem "$MAXMEM" --csv "$csv")
-      echo "grid: ${cmd[*]}" | tee "$log"
-      "${cmd[@]}" >>"$log" 2>&1 || { echo "grid: failed, see $log" >&2; exit 1; }
+      bench "$name" "$machine" "$OUT/$name-$tag-$pass.csv" "$OUT/$name-$tag-$pass.txt" \
+        $g --min-bytes "$lo" --max-bytes "$hi" --iters "$iters"
     done
     if [[ -n $machine ]]; then
       # shellcheck disable=SC2086
@@ -162,12 +197,23 @@ run_config() {
 IFS=, read -ra configs <<<"$CONFIGS"
 for c in "${configs[@]}"; do
   case $c in
-    cluster) run_config cluster 16 4 "$CLUSTER_MACHINE" \
-               bench/cluster/local-cluster.sh 4 4 ;;
-    node) run_config node 8 8 "$NODE_MACHINE" \
-            mpirun --oversubscribe -np 8 ;;
+    cluster) run_config cluster 16 4 "$CLUSTER_MACHINE" ;;
+    node) run_config node 8 8 "$NODE_MACHINE" ;;
     *) echo "grid: unknown config '$c'" >&2; exit 2 ;;
   esac
+done
+
+# fresh runs of the points that are not ok, round by round, so that one
+# point's runs fall at different times of the machine's day
+rm -f "$OUT"/*-confirm*.csv "$OUT"/*-confirm*.txt
+python3 bench/grid_report.py --out "$OUT" --flagged "$OUT/flagged.txt" "$OUT"/*.csv
+for ((k = 1; k <= CONFIRM; k++)); do
+  while read -r name tag bytes; do
+    # shellcheck disable=SC2046
+    bench "$name" "${MACHINE_OF[$name]}" "$OUT/$name-$tag-$bytes-confirm$k.csv" \
+      "$OUT/$name-$tag-$bytes-confirm$k.txt" $(graph_args "$(echo "$tag" | tr -- '-_' ':.')") \
+      --min-bytes "$bytes" --max-bytes "$bytes" --iters "$(iters_of "$bytes")"
+  done <"$OUT/flagged.txt"
 done
 
 python3 bench/grid_report.py --out "$OUT" "$OUT"/*.csv

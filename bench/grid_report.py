@@ -13,11 +13,20 @@ chose, so the spread of auto / chosen over all points of a config is what
 two identical runs differ by there. A point that misses a target by less
 than that spread (its 90th percentile) is a tie within noise; one that
 misses by more is a loss.
+
+By that rule about one point in ten of two identical runs would miss, so
+grid.sh measures every point that is not ok again, in fresh runs
+(CONFIG-PATTERN-BYTES-confirmK.csv, --confirm): a point measured more than
+once is judged on each algorithm's median over its runs, and its line
+shows the range of auto's ratios over the runs and the first run's verdict.
+--flagged FILE writes the points that are not ok ("config tag bytes" per
+line) for grid.sh to measure again.
 """
 import argparse
 import csv
 import math
 import os
+import statistics
 import sys
 from collections import defaultdict
 
@@ -43,14 +52,18 @@ def split_name(path):
 
 
 def load(paths):
-    """bench[config][(pattern, bytes)][algorithm] = row; sim likewise with
-    predicted speedups over naive; picks[config][(pattern, bytes)] = the
-    algorithm nbr_sim predicts auto runs; pattern order as first seen."""
-    bench = defaultdict(lambda: defaultdict(dict))
+    """bench[config][(pattern, bytes)][algorithm] = [row of each run, the
+    first run first]; sim likewise with predicted speedups over naive;
+    picks[config][(pattern, bytes)] = the algorithm nbr_sim predicts auto
+    runs; tags[(config, pattern)] = the file tag of the pattern; pattern
+    order as first seen."""
+    bench = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     sim = defaultdict(lambda: defaultdict(dict))
     picks = defaultdict(dict)  # what nbr_sim says auto would run
+    tags = {}
     order = []
-    for path in paths:
+    # first runs before confirming ones, whatever order the shell globbed
+    for path in sorted(paths, key=lambda p: split_name(p)[1].startswith("confirm")):
         config, kind = split_name(path)
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
@@ -63,12 +76,21 @@ def load(paths):
                     if row["algorithm"] == "auto" and row.get("runs"):
                         picks[config][key] = row["runs"]
                 else:
-                    bench[config][key][row["algorithm"]] = row
-    return bench, sim, picks, order
+                    bench[config][key][row["algorithm"]].append(row)
+                    if not kind.startswith("confirm"):
+                        base = os.path.basename(path)[:-4]
+                        tags[(config, row["pattern"])] = base[len(config) + 1:-len(kind) - 1]
+    return bench, sim, picks, tags, order
 
 
-def med(row):
-    return float(row["median_us"])
+def med(runs):
+    """An algorithm's time at a point: the median over its runs of each
+    run's median."""
+    return statistics.median(float(r["median_us"]) for r in runs)
+
+
+def first(runs):
+    return float(runs[0]["median_us"])
 
 
 def quantile(values, q):
@@ -84,10 +106,50 @@ def noise_of(points):
     spread = []
     for algs in points.values():
         a = algs.get("auto")
-        if a and a["chosen"] in algs:
-            x, y = med(a), med(algs[a["chosen"]])
+        if a and a[0]["chosen"] in algs:
+            x, y = first(a), first(algs[a[0]["chosen"]])
             spread.append(max(x / y, y / x) - 1)
     return quantile(spread, 0.9), len(spread)
+
+
+def judge(algs, noise, time):
+    """(verdict, auto / best fixed, auto / mpi, the best fixed) of one
+    point, with time(runs) giving an algorithm's time."""
+    fixed = [a for a in FIXED if a in algs]
+    best = min(fixed, key=lambda a: time(algs[a]))
+    auto = time(algs["auto"])
+    r_best = time(algs[best]) / auto
+    r_mpi = time(algs["mpi"]) / auto
+    worst = min(r_best / BEST_TARGET, r_mpi / MPI_TARGET)
+    if worst >= 1:
+        v = "ok"
+    elif worst * (1 + noise) >= 1:
+        v = "tie (noise)"
+    else:
+        v = "LOSS"
+    return v, r_best, r_mpi, best
+
+
+def run_ratios(algs):
+    """auto's ratio to the best fixed algorithm (by the median over runs)
+    and to mpi in each run the point has."""
+    fixed = [a for a in FIXED if a in algs]
+    best = min(fixed, key=lambda a: med(algs[a]))
+    n = min(len(algs[a]) for a in ("auto", "mpi", best))
+    return ([float(algs[best][k]["median_us"]) / float(algs["auto"][k]["median_us"])
+             for k in range(n)],
+            [float(algs["mpi"][k]["median_us"]) / float(algs["auto"][k]["median_us"])
+             for k in range(n)])
+
+
+def flagged(config, points, noise, tags):
+    """(config, tag, bytes) of every point whose first run is not ok."""
+    out = []
+    for (p, b), algs in sorted(points.items()):
+        if "auto" in algs and "mpi" in algs and (config, p) in tags:
+            if judge(algs, noise, first)[0] != "ok":
+                out.append((config, tags[(config, p)], b))
+    return out
 
 
 def verdicts(config, points, picks, order, out):
@@ -98,31 +160,31 @@ def verdicts(config, points, picks, order, out):
     out.append("%-18s %7s %10s %-10s %10s %-15s %-10s %7s %7s  %s" % (
         "pattern", "bytes", "mpi_us", "best", "best_us", "auto(chose)",
         "sim_picks", "a/best", "a/mpi", "verdict"))
-    tally = defaultdict(int)
+    tally, first_tally = defaultdict(int), defaultdict(int)
     for pattern in order:
         for (p, b) in sorted(k for k in points if k[0] == pattern):
             algs = points[(p, b)]
             if "auto" not in algs or "mpi" not in algs:
                 continue
-            fixed = [a for a in FIXED if a in algs]
-            best = min(fixed, key=lambda a: med(algs[a]))
-            auto = med(algs["auto"])
-            r_best = med(algs[best]) / auto
-            r_mpi = med(algs["mpi"]) / auto
-            worst = min(r_best / BEST_TARGET, r_mpi / MPI_TARGET)
-            if worst >= 1:
-                v = "ok"
-            elif worst * (1 + noise) >= 1:
-                v = "tie (noise)"
-            else:
-                v = "LOSS"
+            v, r_best, r_mpi, best = judge(algs, noise, med)
+            v_first = judge(algs, noise, first)[0]
             tally[v] += 1
-            out.append("%-18s %7s %10.1f %-10s %10.1f %-15s %-10s %7.2f %7.2f  %s" % (
+            first_tally[v_first] += 1
+            chose = "/".join(sorted({r["chosen"] for r in algs["auto"]}))
+            line = "%-18s %7s %10.1f %-10s %10.1f %-15s %-10s %7.2f %7.2f  %s" % (
                 p, size_label(b), med(algs["mpi"]), best, med(algs[best]),
-                "auto(%s)" % algs["auto"]["chosen"], picks.get((p, b), "-"),
-                r_best, r_mpi, v))
+                "auto(%s)" % chose, picks.get((p, b), "-"), r_best, r_mpi, v)
+            runs = len(algs["auto"])
+            if runs > 1:
+                rb, rm = run_ratios(algs)
+                line += "  (%d runs: a/best %.2f-%.2f, a/mpi %.2f-%.2f; first run %s)" % (
+                    runs, min(rb), max(rb), min(rm), max(rm), v_first)
+            out.append(line)
     out.append("%s: %s" % (config, ", ".join(
         "%d %s" % (tally[k], k) for k in ("ok", "tie (noise)", "LOSS"))))
+    if any(first_tally[k] != tally[k] for k in ("ok", "tie (noise)", "LOSS")):
+        out.append("%s, first runs alone: %s" % (config, ", ".join(
+            "%d %s" % (first_tally[k], k) for k in ("ok", "tie (noise)", "LOSS"))))
     out.append("")
 
 
@@ -183,9 +245,18 @@ def plot(config, points, order, outdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="directory for the report")
+    ap.add_argument("--flagged", metavar="FILE",
+                    help="write the points that are not ok here, and nothing else")
     ap.add_argument("csv", nargs="+", help="nbr_bench and nbr_sim CSVs")
     args = ap.parse_args()
-    bench, sim, picks, order = load(args.csv)
+    bench, sim, picks, tags, order = load(args.csv)
+    if args.flagged:
+        with open(args.flagged, "w") as f:
+            for config in sorted(bench):
+                noise = noise_of(bench[config])[0]
+                for point in flagged(config, bench[config], noise, tags):
+                    f.write("%s %s %d\n" % point)
+        return
     out = []
     for config in sorted(bench):
         verdicts(config, bench[config], picks[config], order, out)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks grid_report.py's verdicts and simulator table on hand-made CSVs:
-a clear win, a loss within the run's noise, a clear loss, and predictions
-inside and outside 25 %. Exit status 0 when every check holds."""
+a clear win, a loss within the run's noise, a clear loss, predictions
+inside and outside 25 %, the points it flags for fresh runs, and a verdict
+over three runs. Exit status 0 when every check holds."""
 import os
 import subprocess
 import sys
@@ -50,13 +51,33 @@ def main():
                            ("leader", 1.0)):
                 f.write('"p",16,4,flat,m,allgather,host,16,%s,1,1,%.4f,0,0,0,0\n'
                         % (alg, s))
-        out = subprocess.run(
-            [sys.executable, os.path.join(HERE, "grid_report.py"), "--out", d,
-             os.path.join(d, "t-p-small.csv"), os.path.join(d, "t-p-sim.csv")],
-            capture_output=True, text=True)
+        report = [sys.executable, os.path.join(HERE, "grid_report.py"), "--out", d]
+        first = [os.path.join(d, "t-p-small.csv"), os.path.join(d, "t-p-sim.csv")]
+        flagged = os.path.join(d, "flagged.txt")
+        out = subprocess.run(report + ["--flagged", flagged] + first,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            failures.append("grid_report.py --flagged failed: " + out.stderr)
+        with open(flagged) as f:
+            if f.read() != "t p 64\nt p 256\n":
+                failures.append("flagged: the tie and the loss, by file tag")
+        out = subprocess.run(report + first, capture_output=True, text=True)
         text = out.stdout
         if out.returncode != 0:
             failures.append("grid_report.py failed: " + out.stderr)
+        # two fresh runs of the loss, where auto ran halving: over three runs
+        # auto's median is 61 against halving's 60, ok; its first run a loss
+        for k in (1, 2):
+            with open(os.path.join(d, "t-p-256-confirm%d.csv" % k), "w") as f:
+                f.write(BENCH_HEAD)
+                f.writelines(bench_rows("p", 256, {"mpi": 100, "naive": 100,
+                    "halving": 60, "combining": 90, "leader": 100,
+                    "auto": 59 + k}, "halving"))
+        confirmed = subprocess.run(
+            report + first + [os.path.join(d, "t-p-256-confirm%d.csv" % k) for k in (1, 2)],
+            capture_output=True, text=True).stdout
+        line_256 = [l for l in confirmed.splitlines() if l.split()[:2] == ["p", "256"]
+                    and "auto(" in l]
 
         def line_of(size):
             for line in text.splitlines():
@@ -80,6 +101,11 @@ def main():
                                       and l.endswith("outside")
                                       for l in text.splitlines())),
             ("sim tally", "t: 2 of 3 predictions within 25 %" in text),
+            ("three runs: ok", len(line_256) == 1 and " ok  (3 runs:" in line_256[0]),
+            ("three runs: range and first verdict", len(line_256) == 1 and
+             "a/best 0.60-1.00" in line_256[0] and "first run LOSS" in line_256[0]),
+            ("three runs: both tallies", "t: 2 ok, 1 tie (noise), 0 LOSS" in confirmed and
+             "t, first runs alone: 1 ok, 1 tie (noise), 1 LOSS" in confirmed),
         ]
         failures += [name for name, ok in checks if not ok]
     if failures:
