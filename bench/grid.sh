@@ -131,6 +131,8 @@ iters_of() {
 
 # the machine file each config's runs price with ('' or default: none)
 declare -A MACHINE_OF=()
+# the CSVs this run writes: the report reads these, not older ones in OUT
+CSVS=()
 
 # bench NAME MACHINE CSV LOG NBR_BENCH_ARGS...: one nbr_bench run of a config
 bench() {
@@ -142,7 +144,9 @@ bench() {
   local -a cmd=("${env[@]}" "${launch[@]}" "$BUILD/bench/nbr_bench" "$@"
     --algorithms "$ALGS" --step 4 --warmup "$WARMUP" --max-mem "$MAXMEM" --csv "$csv")
   echo "grid: ${cmd[*]}" | tee "$log"
-  "${cmd[@]}" >>"$log" 2>&1 || { echo "grid: failed, see $log" >&2; exit 1; }
+  # stdin from nowhere: mpirun forwards its stdin to rank 0
+  "${cmd[@]}" </dev/null >>"$log" 2>&1 || { echo "grid: failed, see $log" >&2; exit 1; }
+  CSVS+=("$csv")
 }
 
 # run_config NAME RANKS RPN MACHINE: the bench passes of every pattern,
@@ -190,6 +194,7 @@ run_config() {
         --csv "$OUT/$name-$tag-sim.csv")
       echo "grid: ${sim[*]}" >"$OUT/$name-$tag-sim.txt"
       "${sim[@]}" >>"$OUT/$name-$tag-sim.txt"
+      CSVS+=("$OUT/$name-$tag-sim.csv")
     fi
   done
 }
@@ -206,14 +211,17 @@ done
 # fresh runs of the points that are not ok, round by round, so that one
 # point's runs fall at different times of the machine's day
 rm -f "$OUT"/*-confirm*.csv "$OUT"/*-confirm*.txt
-python3 bench/grid_report.py --out "$OUT" --flagged "$OUT/flagged.txt" "$OUT"/*.csv
+python3 bench/grid_report.py --out "$OUT" --flagged "$OUT/flagged.txt" "${CSVS[@]}"
 for ((k = 1; k <= CONFIRM; k++)); do
-  while read -r name tag bytes; do
+  while read -r -u 3 name tag bytes; do
     # shellcheck disable=SC2046
     bench "$name" "${MACHINE_OF[$name]}" "$OUT/$name-$tag-$bytes-confirm$k.csv" \
       "$OUT/$name-$tag-$bytes-confirm$k.txt" $(graph_args "$(echo "$tag" | tr -- '-_' ':.')") \
       --min-bytes "$bytes" --max-bytes "$bytes" --iters "$(iters_of "$bytes")"
-  done <"$OUT/flagged.txt"
+  done 3<"$OUT/flagged.txt"
 done
+# every flagged point got its runs (a loop that lost its input would not say)
+want=$(($(wc -l <"$OUT/flagged.txt") * CONFIRM)) got=$(find "$OUT" -name '*-confirm*.csv' | wc -l)
+((got == want)) || { echo "grid: $got confirming runs of $want" >&2; exit 1; }
 
-python3 bench/grid_report.py --out "$OUT" "$OUT"/*.csv
+python3 bench/grid_report.py --out "$OUT" "${CSVS[@]}"

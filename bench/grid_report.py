@@ -76,6 +76,7 @@ def load(paths):
                     if row["algorithm"] == "auto" and row.get("runs"):
                         picks[config][key] = row["runs"]
                 else:
+                    row["run"] = kind if kind.startswith("confirm") else "first"
                     bench[config][key][row["algorithm"]].append(row)
                     if not kind.startswith("confirm"):
                         base = os.path.basename(path)[:-4]
@@ -132,14 +133,14 @@ def judge(algs, noise, time):
 
 def run_ratios(algs):
     """auto's ratio to the best fixed algorithm (by the median over runs)
-    and to mpi in each run the point has."""
+    and to mpi in each run that timed all three."""
     fixed = [a for a in FIXED if a in algs]
     best = min(fixed, key=lambda a: med(algs[a]))
-    n = min(len(algs[a]) for a in ("auto", "mpi", best))
-    return ([float(algs[best][k]["median_us"]) / float(algs["auto"][k]["median_us"])
-             for k in range(n)],
-            [float(algs["mpi"][k]["median_us"]) / float(algs["auto"][k]["median_us"])
-             for k in range(n)])
+    by_run = {a: {r["run"]: float(r["median_us"]) for r in algs[a]}
+              for a in ("auto", "mpi", best)}
+    runs = [k for k in by_run["auto"] if k in by_run["mpi"] and k in by_run[best]]
+    return ([by_run[best][k] / by_run["auto"][k] for k in runs],
+            [by_run["mpi"][k] / by_run["auto"][k] for k in runs])
 
 
 def flagged(config, points, noise, tags):
@@ -161,6 +162,7 @@ def verdicts(config, points, picks, order, out):
         "pattern", "bytes", "mpi_us", "best", "best_us", "auto(chose)",
         "sim_picks", "a/best", "a/mpi", "verdict"))
     tally, first_tally = defaultdict(int), defaultdict(int)
+    repeated = False
     for pattern in order:
         for (p, b) in sorted(k for k in points if k[0] == pattern):
             algs = points[(p, b)]
@@ -176,13 +178,14 @@ def verdicts(config, points, picks, order, out):
                 "auto(%s)" % chose, picks.get((p, b), "-"), r_best, r_mpi, v)
             runs = len(algs["auto"])
             if runs > 1:
+                repeated = True
                 rb, rm = run_ratios(algs)
                 line += "  (%d runs: a/best %.2f-%.2f, a/mpi %.2f-%.2f; first run %s)" % (
                     runs, min(rb), max(rb), min(rm), max(rm), v_first)
             out.append(line)
     out.append("%s: %s" % (config, ", ".join(
         "%d %s" % (tally[k], k) for k in ("ok", "tie (noise)", "LOSS"))))
-    if any(first_tally[k] != tally[k] for k in ("ok", "tie (noise)", "LOSS")):
+    if repeated:
         out.append("%s, first runs alone: %s" % (config, ", ".join(
             "%d %s" % (first_tally[k], k) for k in ("ok", "tie (noise)", "LOSS"))))
     out.append("")

@@ -71,7 +71,7 @@ typedef struct nbr_decision {
     const nbr_algorithm_t *sides[NBR_TRIAL_SIDES];
     int trial_calls; /* timed calls so far */
     int calls;       /* counted calls per side, set after the first counted round */
-    int retried;     /* a second trial: the winner, the first's, the baseline */
+    int retried;     /* a second trial: the winner, the first's, close ones, the baseline */
     double seconds[NBR_TRIAL_SIDES][NBR_AUTO_TRIALS_MAX]; /* this rank's runs */
 } nbr_decision_t;
 

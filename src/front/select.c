@@ -364,7 +364,7 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
     }
     const nbr_algorithm_t *baseline =
         nbr_select_baseline(nbr_comm_library_usable(state, nbr_call_shape(trial->kind)));
-    int keep = 0, base = -1;
+    int keep = 0, base = -1, fastest;
     char text[256] = "";
     size_t used = 0;
     for (int t = 0; t < sides; t++) {
@@ -374,16 +374,17 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
             used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %.1f us",
                                      t ? ", " : "", trial->sides[t]->name, job[t] * 1e6);
     }
+    fastest = keep;
     if (base >= 0 && job[keep] > job[base] * (1 - NBR_TRIAL_MARGIN))
         keep = base;
     /* the clock overturns the price only when a second trial, the priced
      * winner against the first's and the baseline, agrees: one disturbed
      * trial must not lock in a plan the model rated far better (Moore d2
      * r2 at 16 KiB on the emulated cluster kept naive at 0.20x of halving
-     * once); a side that came within NBR_TRIAL_CLOSE of the first's runs
-     * again too, so that a near-tie is not settled by one trial's few calls
-     * (on one node of 8, Moore d3 r1 at 64 KiB kept combining at 0.68x of
-     * halving) */
+     * once); a side that beat the priced winner and came within
+     * NBR_TRIAL_CLOSE of the fastest runs again too, so that a near-tie is
+     * not settled by one trial's few calls (on one node of 8, Moore d3 r1
+     * at 64 KiB kept combining at 0.68x of halving) */
     int again = keep != 0 && !trial->retried;
     NBR_INFO("comm %d: auto's %s for %s (block %zu bytes, median of %d calls): %s: %s %s",
              state->id, trial->retried ? "second trial" : "trial",
@@ -393,7 +394,8 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
         const nbr_algorithm_t *first = trial->sides[keep], *close[NBR_TRIAL_SIDES];
         int num_close = 0;
         for (int t = 1; t < sides; t++)
-            if (t != keep && t != base && job[t] <= job[keep] * (1 + NBR_TRIAL_CLOSE))
+            if (t != keep && t != base && job[t] < job[0] &&
+                job[t] <= job[fastest] * (1 + NBR_TRIAL_CLOSE))
                 close[num_close++] = trial->sides[t];
         trial->num_sides = 1;
         trial->sides[trial->num_sides++] = first;

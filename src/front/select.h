@@ -22,7 +22,8 @@
  * in 10 ms per side, at most 25, alg/select.h); the side whose median
  * call (each call's time: its slowest rank's) was fastest is kept from
  * then on, but a plan of nbrcoll's own must beat the baseline by 3 %; when the kept one is not the priced
- * winner, a second trial (the winner, that one and the baseline) decides.
+ * winner, a second trial (the winner, that one, the others that beat the
+ * winner within 10 % of the fastest, and the baseline) decides.
  * *trial is set when this call is one of them: time it and report it with
  * nbr_comm_trial_record, on every rank (the last report is collective).
  * Nonblocking calls meanwhile run the priced winner, untimed. No trial

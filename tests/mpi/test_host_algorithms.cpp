@@ -485,16 +485,21 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
     EXPECT_EQ(d.num_sides, 0);
     EXPECT_EQ(d.algorithm, mpi);
 
-    // four sides: one within 10 % of the first trial's fastest runs again,
-    // one further behind does not
+    // four sides: one that beat the priced winner within 10 % of the first
+    // trial's fastest runs again; one further behind does not, nor one
+    // within 10 % that lost to the priced winner
     const nbr_algorithm_t *leader = nbr_algorithm_find("leader");
-    for (double leader_us : {940.0, 1000.0}) {
+    const struct {
+        double halving_us, leader_us;
+        bool close;
+    } cases[] = {{1000, 940, true}, {1000, 1000, false}, {950, 980, false}};
+    for (const auto &c4 : cases) {
         d = fresh();
         d.num_sides = 4;
         d.sides[3] = leader;
-        run(&d, {1000, 1100, 900, leader_us});
-        const bool close = leader_us <= 990;
-        ASSERT_EQ(d.num_sides, close ? 4 : 3) << "leader at " << leader_us << " us";
+        run(&d, {c4.halving_us, 1100, 900, c4.leader_us});
+        const bool close = c4.close;
+        ASSERT_EQ(d.num_sides, close ? 4 : 3) << "leader at " << c4.leader_us << " us";
         EXPECT_EQ(d.sides[0], halving);
         EXPECT_EQ(d.sides[1], combining);
         if (close) {
