@@ -47,6 +47,10 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_
  * bytes (allgather and alltoall; ignored for the others), or NULL. */
 nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_t block_bytes);
 
+/* The index in trial->sides of the side its next call runs: round k of
+ * the trial starts at its k-th side. */
+int nbr_trial_side(const nbr_decision_t *trial);
+
 /* A timed trial call: seconds from start to completion (INFINITY when it
  * failed on this rank); the trial's last one agrees on the outcome. */
 int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double seconds);

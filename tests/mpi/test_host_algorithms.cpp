@@ -353,7 +353,9 @@ TEST_F(HostAlgorithms, AutoTrialRunsEverySideThenAgrees)
             const int sides = (int)now.size(), retried = d->retried;
             int j = 0;
             for (; d->num_sides > 0 && d->retried == retried && j <= sides * most; j++) {
-                EXPECT_EQ(call(k++, true), now[j % sides]) << "round " << rounds << ", call " << j;
+                // round r starts at its r-th side
+                EXPECT_EQ(call(k++, true), now[(j % sides + j / sides) % sides])
+                    << "round " << rounds << ", call " << j;
                 if (rounds == 0 && j == 0) {
                     EXPECT_EQ(call(100, false), winner) << "a nonblocking call runs the winner";
                 }
@@ -440,8 +442,10 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
         EXPECT_EQ((size_t)d->num_sides, us.size());
         const int sides = d->num_sides, retried = d->retried;
         int k = 0;
-        for (; d->num_sides == sides && d->retried == retried && k < 1000; k++)
-            EXPECT_EQ(nbr_comm_trial_record(state, d, us[k % sides] * 1e-6), NBR_SUCCESS);
+        for (; d->num_sides == sides && d->retried == retried && k < 1000; k++) {
+            EXPECT_EQ(nbr_trial_side(d), (k % sides + k / sides) % sides) << "call " << k;
+            EXPECT_EQ(nbr_comm_trial_record(state, d, us[nbr_trial_side(d)] * 1e-6), NBR_SUCCESS);
+        }
         EXPECT_EQ(k % sides, 0);
         return k / sides - 1;
     };
