@@ -255,11 +255,12 @@ out:
     return rc;
 }
 
-/* The side a trial's next call runs. Round k starts at its k-th side:
- * in a fixed order a side's times depended on its place (on one node of 8,
- * Moore d3 r1, combining last after mpi and halving timed 500 us at 64 KiB
- * where the bench's interleaved rounds measured 660-690 us, and halving 550-
- * 620 against 460-500), so every side takes every place in turn. */
+/* The side a trial's next call runs. Round k starts at its k-th side, so
+ * that no side always follows the same one (the bench's fixed order favoured
+ * its first place by 2.5-12 %). On one node of 8, Moore d3 r1 at 16-64 KiB,
+ * the trial times combining 25-35 % faster and halving 10-20 % slower than
+ * the bench does, in a fixed order and in this one alike: that bias is
+ * something else, not yet found. */
 int nbr_trial_side(const nbr_decision_t *trial)
 {
     int sides = trial->num_sides, round = trial->trial_calls / sides;
