@@ -112,6 +112,7 @@ graph_args() {
   esac
 }
 tag_of() { echo "$1" | tr ':.' '-_'; }
+item_of() { echo "$1" | tr -- '-_' ':.'; } # a tag's pattern item
 
 # launch_of NAME: sets launch, the command line a config's runs start with
 launch_of() {
@@ -174,13 +175,14 @@ run_config() {
     local pass lo hi iters
     for pass in tiny small large; do
       case $pass in
-        tiny) lo=$min_b hi=$tiny_b iters=$ITERS_TINY ;;
-        small) lo=$((tiny_b * 4)) hi=$split_b iters=$ITERS_SMALL ;;
-        large) lo=$((split_b * 4)) hi=$max_b iters=$ITERS_LARGE ;;
+        tiny) lo=$min_b hi=$tiny_b ;;
+        small) lo=$((tiny_b * 4)) hi=$split_b ;;
+        large) lo=$((split_b * 4)) hi=$max_b ;;
       esac
       ((lo >= min_b)) || lo=$min_b
       ((hi <= max_b)) || hi=$max_b
       ((lo <= hi)) || continue
+      iters=$(iters_of "$lo")
       # shellcheck disable=SC2086
       bench "$name" "$machine" "$OUT/$name-$tag-$pass.csv" "$OUT/$name-$tag-$pass.txt" \
         $g --min-bytes "$lo" --max-bytes "$hi" --iters "$iters"
@@ -216,7 +218,7 @@ for ((k = 1; k <= CONFIRM; k++)); do
   while read -r -u 3 name tag bytes; do
     # shellcheck disable=SC2046
     bench "$name" "${MACHINE_OF[$name]}" "$OUT/$name-$tag-$bytes-confirm$k.csv" \
-      "$OUT/$name-$tag-$bytes-confirm$k.txt" $(graph_args "$(echo "$tag" | tr -- '-_' ':.')") \
+      "$OUT/$name-$tag-$bytes-confirm$k.txt" $(graph_args "$(item_of "$tag")") \
       --min-bytes "$bytes" --max-bytes "$bytes" --iters "$(iters_of "$bytes")"
   done 3<"$OUT/flagged.txt"
 done

@@ -131,11 +131,9 @@ def judge(algs, noise, time):
     return v, r_best, r_mpi, best
 
 
-def run_ratios(algs):
-    """auto's ratio to the best fixed algorithm (by the median over runs)
-    and to mpi in each run that timed all three."""
-    fixed = [a for a in FIXED if a in algs]
-    best = min(fixed, key=lambda a: med(algs[a]))
+def run_ratios(algs, best):
+    """auto's ratio to best (the best fixed algorithm by the median over
+    runs) and to mpi in each run that timed all three."""
     by_run = {a: {r["run"]: float(r["median_us"]) for r in algs[a]}
               for a in ("auto", "mpi", best)}
     runs = [k for k in by_run["auto"] if k in by_run["mpi"] and k in by_run[best]]
@@ -179,7 +177,7 @@ def verdicts(config, points, picks, order, out):
             runs = len(algs["auto"])
             if runs > 1:
                 repeated = True
-                rb, rm = run_ratios(algs)
+                rb, rm = run_ratios(algs, best)
                 line += "  (%d runs: a/best %.2f-%.2f, a/mpi %.2f-%.2f; first run %s)" % (
                     runs, min(rb), max(rb), min(rm), max(rm), v_first)
             out.append(line)
