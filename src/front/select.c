@@ -45,9 +45,11 @@ nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_
 
 /* No trial for calls priced above this: a trial runs a few dozen calls, some
  * of slower plans, which at seconds per call a program calling a few times
- * would not win back; there the cost is bandwidth, which the model priced
- * within the grid's noise (all the grid's losses were at <= 64 KiB). */
-#define NBR_TRIAL_MAX_SECONDS 0.01
+ * would not win back. Up to it the trial costs a few seconds at most, and
+ * it is needed there: on one node of 8, Moore d3 r1 with 4 MiB blocks
+ * (60-90 ms a call), halving beat MPI by 12-18 % in two grids where the
+ * price (and so auto without a trial) chose MPI. */
+#define NBR_TRIAL_MAX_SECONDS 0.1
 
 static void trial_sides(const nbr_comm_t *state, const double *job,
                         const nbr_algorithm_t *const *candidates, int n, int best, int fallback,
