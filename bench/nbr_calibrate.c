@@ -13,7 +13,10 @@
  * five tries: the part of the start-up that keeps a rank busy,
  * machine.h). The network interface's bandwidth comes from every rank of
  * the first node streaming to a rank of the second at once. Copies are timed
- * with memcpy. Paths it cannot measure here (a second socket, GPUs) are
+ * with memcpy. Where the ranks outnumber the CPU cores they may run on
+ * (sched_getaffinity), it writes a `cores` line: per node, or per job when
+ * every node reports the same kernel boot id (namespaces of one host, as
+ * the emulated cluster's are). Paths it cannot measure here (a second socket, GPUs) are
  * taken from --base FILE, or left at placeholders, and the file says so.
  *
  *   mpirun -np N nbr_calibrate [--output FILE] [--name NAME] [--base FILE]
@@ -24,11 +27,13 @@
  * parameters predict; with --link-gbit it also prints what the configured
  * link (rate and one-way delay, as given to the emulated cluster) allows.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "harness/common.h"
 #include "harness/options.h"
 #include "topo/machine.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +268,39 @@ static void print_sweep(FILE *out, const char *what, const fit_t *f, const optio
     }
 }
 
+/* The cores a pool of ranks shares, when they are fewer than its ranks
+ * (0 otherwise): per node, or per job when every rank runs on one host
+ * (one kernel boot id: the emulated cluster's namespaces). Collective. */
+static void host_cores(const int *node_of, int n, int nodes, int *cores, int *per_job)
+{
+    cpu_set_t set;
+    int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0, least = 0;
+    char boot[40] = "", first[40] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(boot, sizeof boot, f))
+            boot[0] = '\0';
+        fclose(f);
+    }
+    if (mine <= 0)
+        mine = 1 << 20; /* unknown: never fewer than the ranks */
+    MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    memcpy(first, boot, sizeof first);
+    MPI_Bcast(first, sizeof first, MPI_CHAR, 0, MPI_COMM_WORLD);
+    int same = boot[0] && strcmp(boot, first) == 0, all_same = 0;
+    MPI_Allreduce(&same, &all_same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    int most_on_node = 0;
+    for (int v = 0; v < nodes; v++) {
+        int on = 0;
+        for (int r = 0; r < n; r++)
+            on += node_of[r] == v;
+        most_on_node = on > most_on_node ? on : most_on_node;
+    }
+    *per_job = all_same && nodes > 1;
+    int ranks = *per_job ? n : most_on_node;
+    *cores = ranks > least ? least : 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -333,6 +371,8 @@ int main(int argc, char **argv)
     int nodes = 0;
     for (int r = 0; r < n; r++)
         nodes = node_of[r] + 1 > nodes ? node_of[r] + 1 : nodes;
+    int cores = 0, cores_per_job = 0;
+    host_cores(node_of, n, nodes, &cores, &cores_per_job);
 
     if (me == 0) {
         const char *measured = "measured";
@@ -363,6 +403,8 @@ int main(int argc, char **argv)
             m.nics = 1;
             m.nic_bandwidth = m.path[NBR_PATH_SOCKET].bandwidth;
         }
+        m.cores = cores;
+        m.cores_per_job = cores_per_job;
         if (!from_base) { /* no GPU measured here: host copies stand in */
             m.path[NBR_PATH_DEVICE] = m.path[NBR_PATH_COPY];
             m.path[NBR_PATH_GPU] = m.path[NBR_PATH_NODE];
@@ -379,6 +421,10 @@ int main(int argc, char **argv)
         fprintf(out, "#   nics: %s\n", network.peer >= 0 ? "measured, all ranks of node 0 "
                                                         "streaming to node 1 at once"
                                                       : kept);
+        if (cores)
+            fprintf(out, "#   cores: %d %s, fewer than its ranks\n", cores,
+                    cores_per_job ? "shared by the whole job (its nodes are one host)"
+                                  : "per node");
         if (o.sweep) {
             print_sweep(out, "socket", &socket, &o, 0);
             print_sweep(out, "node", &other_socket, &o, 0);

@@ -66,10 +66,24 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
     return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
 }
 
+/* cores N [per=node|job] */
+static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
+{
+    if (count < 2 || count > 3)
+        return nbr_text_error(p, "'cores' takes a count and optionally per=node or per=job");
+    int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores);
+    const char *per = count == 3 ? nbr_text_keyed(words[2], "per") : "node";
+    if (rc == NBR_SUCCESS && (!per || (strcmp(per, "node") && strcmp(per, "job"))))
+        rc = nbr_text_error(p, "'%s': expected per=node or per=job", words[2]);
+    if (rc == NBR_SUCCESS)
+        m->cores_per_job = strcmp(per, "job") == 0;
+    return rc;
+}
+
 int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t size)
 {
     nbr_text_parser_t p = nbr_text_parser(text, message, size);
-    int seen[NBR_NUM_PATHS] = {0}, header = 0, nics = 0, rc = NBR_SUCCESS;
+    int seen[NBR_NUM_PATHS] = {0}, header = 0, nics = 0, cores = 0, rc = NBR_SUCCESS;
     memset(m, 0, sizeof(*m));
     for (char *line; rc == NBR_SUCCESS && (line = nbr_text_next_line(&p));) {
         char *words[8];
@@ -97,6 +111,8 @@ int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t 
                 rc = nbr_text_error(&p, "'nics' needs a count");
             else if ((rc = nbr_text_int(&p, words[1], 1, 1024, &m->nics)) == NBR_SUCCESS)
                 rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth);
+        } else if (strcmp(words[0], "cores") == 0) {
+            rc = cores++ ? nbr_text_error(&p, "'cores' given twice") : parse_cores(&p, m, words, count);
         } else {
             rc = nbr_text_error(&p, "unknown key '%s'", words[0]);
         }
@@ -137,6 +153,8 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
         fputc('\n', out);
     }
     fprintf(out, "nics %d gbytes_per_s=%.17g\n", m->nics, m->nic_bandwidth * 1e-9);
+    if (m->cores > 0)
+        fprintf(out, "cores %d per=%s\n", m->cores, m->cores_per_job ? "job" : "node");
     return ferror(out) ? NBR_ERR_IO : NBR_SUCCESS;
 }
 

@@ -16,13 +16,19 @@
  *   path gpu     alpha_us=8   gbytes_per_s=50
  *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
  *   nics 1 gbytes_per_s=0.118             per node, each direction
+ *   cores 2 per=job                       optional, below
  *
  * Every path is required, once; gbytes_per_s is 1e9 bytes per second,
  * > 0; alpha_us >= 0. overhead_us (optional, 0 < overhead_us <= alpha_us)
  * is the part of alpha that keeps the sender busy (LogP's o); the rest is
  * latency in flight, which overlaps the next messages. Without it a
- * message holds its sender for all of alpha (Hockney). '#' starts a
- * comment. */
+ * message holds its sender for all of alpha (Hockney). `cores N
+ * [per=node|job]` (optional) says the host's CPU cores move the bytes of
+ * local copies and of messages inside a node (memcpy through host memory),
+ * N of them for each node's ranks, or with per=job for the whole job's (the
+ * emulated cluster's nodes share one host): when more ranks than cores
+ * share them, that byte time waits for a free core. Without it every rank
+ * has a core of its own. '#' starts a comment. */
 #ifndef NBR_MACHINE_H
 #define NBR_MACHINE_H
 
@@ -54,6 +60,8 @@ typedef struct nbr_machine {
     nbr_path_cost_t path[NBR_NUM_PATHS];
     int nics;             /* network interfaces per node, shared by its ranks */
     double nic_bandwidth; /* bytes per second, each, each direction */
+    int cores;            /* cores moving host-memory bytes; 0: one per rank */
+    int cores_per_job;    /* 1: the job's ranks share them all; 0: each node's */
 } nbr_machine_t;
 
 /* Seconds one message of bytes takes on path, alone. */

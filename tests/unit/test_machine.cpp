@@ -69,6 +69,23 @@ TEST(MachineFile, WritesWhatItReads)
     }
     EXPECT_EQ(back.nics, m.nics);
     EXPECT_DOUBLE_EQ(back.nic_bandwidth, m.nic_bandwidth);
+    EXPECT_EQ(back.cores, 0) << "no cores line: a core per rank";
+    // a cores line reads back too
+    m.cores = 2;
+    m.cores_per_job = 1;
+    out = open_memstream(&text, &length);
+    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
+    fclose(out);
+    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why;
+    EXPECT_NE(std::string(text).find("cores 2 per=job\n"), std::string::npos) << text;
+    free(text);
+    EXPECT_EQ(back.cores, 2);
+    EXPECT_EQ(back.cores_per_job, 1);
+    ASSERT_EQ(nbr_machine_parse((std::string(full) + "cores 8\n").c_str(), &back, why, sizeof why),
+              NBR_SUCCESS)
+        << why;
+    EXPECT_EQ(back.cores, 8);
+    EXPECT_EQ(back.cores_per_job, 0) << "per node unless told";
 }
 
 // Each broken file names the line and what is wrong with it.
@@ -109,6 +126,12 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 2\n", "line 8: gbytes_per_s= missing"},
         {head + paths + "nics 2 gbytes_per_s=1\nnics 2 gbytes_per_s=1\n",
          "line 9: 'nics' given twice"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 0\n", "line 9: 0 outside"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=rack\n",
+         "line 9: 'per=rack': expected per=node or per=job"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores\n", "line 9: 'cores' takes a count"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2\ncores 2\n",
+         "line 10: 'cores' given twice"},
     };
     for (const Case &c : cases) {
         nbr_machine_t m{};

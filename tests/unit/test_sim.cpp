@@ -158,6 +158,55 @@ TEST(Simulator, ContendedNodeLink)
     EXPECT_NEAR(two_nics.result.seconds, 10 * us + 2e-3, 1e-9);
 }
 
+// Host-memory bytes (messages inside a node, local copies) wait for a free
+// core when the ranks sharing the cores outnumber them; start-ups and
+// network messages do not.
+TEST(Simulator, SharedCoresQueueHostBytes)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
+    // 0 -> 1 and 2 -> 3 inside their nodes: 1 us + 10000 B at 5 GB/s (2 us)
+    Plans p({{{{NBR_OP_SEND, 1, 10000}}},
+             {{{NBR_OP_RECV, 0, 10000}}},
+             {{{NBR_OP_SEND, 3, 10000}}},
+             {{{NBR_OP_RECV, 2, 10000}}}},
+            &two.loc);
+    Simulated alone(p, &two.loc, m);
+    ASSERT_EQ(alone.rc, NBR_SUCCESS) << alone.message;
+    EXPECT_NEAR(alone.result.seconds, 3 * us, 1e-12);
+    m.cores = 1; // one core per node of two ranks: the nodes do not meet
+    Simulated per_node(p, &two.loc, m);
+    ASSERT_EQ(per_node.rc, NBR_SUCCESS);
+    EXPECT_NEAR(per_node.result.seconds, 3 * us, 1e-12);
+    m.cores_per_job = 1; // one core for the job: rank 2's bytes wait 2 us
+    Simulated per_job(p, &two.loc, m);
+    ASSERT_EQ(per_job.rc, NBR_SUCCESS);
+    EXPECT_NEAR(per_job.ends[1], 3 * us, 1e-12);
+    EXPECT_NEAR(per_job.ends[3], 2 * us + 3 * us, 1e-12);
+    m.cores = 4; // as many cores as ranks: nobody waits
+    Simulated enough(p, &two.loc, m);
+    ASSERT_EQ(enough.rc, NBR_SUCCESS);
+    EXPECT_NEAR(enough.result.seconds, 3 * us, 1e-12);
+    // network bytes are the NICs', not the cores': 0 -> 2 and 1 -> 3
+    m.cores = 1;
+    Plans q({{{{NBR_OP_SEND, 2, 1000}}},
+             {{{NBR_OP_SEND, 3, 1000}}},
+             {{{NBR_OP_RECV, 0, 1000}}},
+             {{{NBR_OP_RECV, 1, 1000}}}},
+            &two.loc);
+    Simulated net(q, &two.loc, m);
+    ASSERT_EQ(net.rc, NBR_SUCCESS);
+    EXPECT_NEAR(net.ends[2], 11 * us, 1e-12); // 10 us + 1 us on the wire
+    EXPECT_NEAR(net.ends[3], 12 * us, 1e-12); // behind it on the shared NIC only
+    // a local copy queues as well: two ranks of one node, one core
+    m.cores_per_job = 0;
+    Plans c({{{{NBR_OP_COPY, -1, 10000}}}, {{{NBR_OP_COPY, -1, 10000}}}, {}, {}}, &two.loc);
+    Simulated copies(c, &two.loc, m);
+    ASSERT_EQ(copies.rc, NBR_SUCCESS);
+    EXPECT_NEAR(copies.ends[0], 1.5 * us, 1e-12); // 0.5 us + 10000 B at 10 GB/s
+    EXPECT_NEAR(copies.ends[1], 3 * us, 1e-12);
+}
+
 // Rank 0 sends to rank 1 on its socket; rank 1 forwards to rank 2 on the
 // other node in a second phase.
 TEST(Simulator, TwoPhaseRelay)
