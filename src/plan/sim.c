@@ -202,12 +202,22 @@ static int assign_cores(sim_t *s)
     return NBR_SUCCESS;
 }
 
-/* Rank r has `work` seconds of memory copying to do from time t: when it
- * gets a core (the one free soonest, first come first served) and starts. */
-static double cpu_start(sim_t *s, int r, double t, double work)
+/* Paths whose bytes a CPU moves (memcpy through host memory): their byte
+ * time is CPU work; on the others it is a wire's or a DMA engine's. */
+static int cpu_moves_bytes(nbr_path_t path)
 {
-    int pool = s->cores ? cpu_pool(s, r) : 0;
-    if (!s->cores || !s->contended[pool] || work <= 0)
+    return path == NBR_PATH_COPY || path == NBR_PATH_SOCKET || path == NBR_PATH_NODE;
+}
+
+/* Rank r has `seconds` of bytes to move on path from time t: when it
+ * starts. Where a CPU moves them in a contended pool, that is when it gets
+ * a core (the one free soonest, first come, first served); else at once. */
+static double bytes_start(sim_t *s, int r, double t, nbr_path_t path, double seconds)
+{
+    if (!s->cores || !cpu_moves_bytes(path) || seconds <= 0)
+        return t;
+    int pool = cpu_pool(s, r);
+    if (!s->contended[pool])
         return t;
     double *free_from = &s->core_free[(size_t)pool * (size_t)s->cores];
     int soonest = 0;
@@ -215,15 +225,8 @@ static double cpu_start(sim_t *s, int r, double t, double work)
         if (free_from[c] < free_from[soonest])
             soonest = c;
     double start = t > free_from[soonest] ? t : free_from[soonest];
-    free_from[soonest] = start + work;
+    free_from[soonest] = start + seconds;
     return start;
-}
-
-/* Paths whose bytes a CPU moves (memcpy through host memory): their byte
- * time is CPU work; on the others it is a wire's or a DMA engine's. */
-static int cpu_moves_bytes(nbr_path_t path)
-{
-    return path == NBR_PATH_COPY || path == NBR_PATH_SOCKET || path == NBR_PATH_NODE;
 }
 
 /* ------------------------------------------------------------ running */
@@ -265,7 +268,7 @@ static int issue_send(sim_t *s, int r, double t)
     nbr_path_t path = nbr_sim_path(s->in, r, op->peer);
     double alpha = m->path[path].alpha, bytes_time = (double)op->bytes / path_bandwidth(s->in, path, r, op->peer);
     double busy = nbr_path_busy_seconds(m, path, 0) + bytes_time; /* the port, see machine.h */
-    t = cpu_start(s, r, t, cpu_moves_bytes(path) ? bytes_time : 0);
+    t = bytes_start(s, r, t, path, bytes_time);
     double arrival = t + alpha + bytes_time;
     st->port_free = t + busy;
     if (path == NBR_PATH_NETWORK) {
@@ -320,7 +323,7 @@ static int start_phase(sim_t *s, int r, double t)
         } else {
             nbr_path_t path = s->in->device_buffers ? NBR_PATH_DEVICE : NBR_PATH_COPY;
             double copy = nbr_path_seconds(s->in->machine, path, op->bytes);
-            copies = cpu_start(s, r, copies, cpu_moves_bytes(path) ? copy : 0) + copy;
+            copies = bytes_start(s, r, copies, path, copy) + copy;
             s->result->messages[path]++;
             s->result->bytes[path] += op->bytes;
         }
