@@ -17,7 +17,7 @@ CONFIGS="cluster,node"
 PATTERNS="rsg:0.05,rsg:0.2,rsg:0.4,rsg:0.7,moore:2:1,moore:2:2,moore:3:1"
 MIN=16 MAX=16Mi TINY=1Ki SPLIT=64Ki MAXMEM=640Mi
 # warm-up: nbr_bench adds auto's trial calls itself (nbr_comm_trial_pending)
-ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 WARMUP=5
+ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 NODE_ITERS_LARGE=25 WARMUP=5
 ALGS=mpi,naive,halving,combining,leader,auto
 CLUSTER_MACHINE=calibrate
 NODE_MACHINE=default
@@ -39,6 +39,11 @@ Usage: bench/grid.sh --out DIR [options]
                      larger ones --iters-large [$SPLIT]
   --iters-tiny N --iters-small N --iters-large N --warmup N
                      [$ITERS_TINY, $ITERS_SMALL, $ITERS_LARGE, $WARMUP]
+  --node-iters-large N  --iters-large of the node config: its large calls
+                     cost 0.3-300 ms, not seconds as on the cluster, and its
+                     single calls there spread by 2x, so 7 rounds leave
+                     medians 10-15 % apart between two runs of one
+                     call [$NODE_ITERS_LARGE]
   --algorithms LIST  [$ALGS]
   --max-mem B        nbr_bench skips sizes needing more buffer memory per
                      rank (16 ranks share this machine's memory) [$MAXMEM]
@@ -75,6 +80,7 @@ while (($#)); do
     --iters-tiny) ITERS_TINY=$2; shift 2 ;;
     --iters-small) ITERS_SMALL=$2; shift 2 ;;
     --iters-large) ITERS_LARGE=$2; shift 2 ;;
+    --node-iters-large) NODE_ITERS_LARGE=$2; shift 2 ;;
     --warmup) WARMUP=$2; shift 2 ;;
     --algorithms) ALGS=$2; shift 2 ;;
     --max-mem) MAXMEM=$2; shift 2 ;;
@@ -123,10 +129,11 @@ launch_of() {
   esac
 }
 
-# iters_of BYTES: the timed rounds of a size's pass
+# iters_of CONFIG BYTES: the timed rounds of a size's pass
 iters_of() {
-  if (($1 <= tiny_b)); then echo "$ITERS_TINY"
-  elif (($1 <= split_b)); then echo "$ITERS_SMALL"
+  if (($2 <= tiny_b)); then echo "$ITERS_TINY"
+  elif (($2 <= split_b)); then echo "$ITERS_SMALL"
+  elif [[ $1 == node ]]; then echo "$NODE_ITERS_LARGE"
   else echo "$ITERS_LARGE"; fi
 }
 
@@ -182,7 +189,7 @@ run_config() {
       ((lo >= min_b)) || lo=$min_b
       ((hi <= max_b)) || hi=$max_b
       ((lo <= hi)) || continue
-      iters=$(iters_of "$lo")
+      iters=$(iters_of "$name" "$lo")
       # shellcheck disable=SC2086
       bench "$name" "$machine" "$OUT/$name-$tag-$pass.csv" "$OUT/$name-$tag-$pass.txt" \
         $g --min-bytes "$lo" --max-bytes "$hi" --iters "$iters"
@@ -219,7 +226,7 @@ for ((k = 1; k <= CONFIRM; k++)); do
     # shellcheck disable=SC2046
     bench "$name" "${MACHINE_OF[$name]}" "$OUT/$name-$tag-$bytes-confirm$k.csv" \
       "$OUT/$name-$tag-$bytes-confirm$k.txt" $(graph_args "$(item_of "$tag")") \
-      --min-bytes "$bytes" --max-bytes "$bytes" --iters "$(iters_of "$bytes")"
+      --min-bytes "$bytes" --max-bytes "$bytes" --iters "$(iters_of "$name" "$bytes")"
   done 3<"$OUT/flagged.txt"
 done
 # every flagged point got its runs (a loop that lost its input would not say)
