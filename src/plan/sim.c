@@ -209,15 +209,13 @@ static int cpu_moves_bytes(nbr_path_t path)
     return path == NBR_PATH_COPY || path == NBR_PATH_SOCKET || path == NBR_PATH_NODE;
 }
 
-/* Rank r has `seconds` of bytes to move on path from time t: when it
- * starts. Where a CPU moves them in a contended pool, that is when it gets
- * a core (the one free soonest, first come, first served); else at once. */
-static double bytes_start(sim_t *s, int r, double t, nbr_path_t path, double seconds)
+/* Rank r has `seconds` of CPU work from time t: when it starts. In a
+ * contended pool that is when it gets a core (the one free soonest, first
+ * come, first served); else at once. */
+static double core_start(sim_t *s, int r, double t, double seconds)
 {
-    if (!s->cores || !cpu_moves_bytes(path) || seconds <= 0)
-        return t;
     int pool = cpu_pool(s, r);
-    if (!s->contended[pool])
+    if (!s->cores || seconds <= 0 || !s->contended[pool])
         return t;
     double *free_from = &s->core_free[(size_t)pool * (size_t)s->cores];
     int soonest = 0;
@@ -227,6 +225,13 @@ static double bytes_start(sim_t *s, int r, double t, nbr_path_t path, double sec
     double start = t > free_from[soonest] ? t : free_from[soonest];
     free_from[soonest] = start + seconds;
     return start;
+}
+
+/* Rank r has `seconds` of bytes to move on path from time t: when it
+ * starts (at once unless a CPU moves them). */
+static double bytes_start(sim_t *s, int r, double t, nbr_path_t path, double seconds)
+{
+    return cpu_moves_bytes(path) ? core_start(s, r, t, seconds) : t;
 }
 
 /* ------------------------------------------------------------ running */
@@ -283,6 +288,15 @@ static int issue_send(sim_t *s, int r, double t)
         *in = enter + wire;
         if (*in + flight > arrival)
             arrival = *in + flight;
+        /* the kernels' work on the bytes, beside the wire (machine.h): on a
+         * host whose cores are fewer than its ranks it caps what the whole
+         * network carries (bench/results/2026-11-25-network-cores) */
+        if (m->core_network_bandwidth > 0) {
+            double cpu = (double)op->bytes / m->core_network_bandwidth;
+            double done = core_start(s, r, t, cpu) + cpu;
+            if (done + flight > arrival)
+                arrival = done + flight;
+        }
         s->network_messages[r]++;
         s->network_bytes[r] += op->bytes;
     }

@@ -66,17 +66,29 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
     return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
 }
 
-/* cores N [per=node|job] */
+/* cores N [per=node|job] [network_gbytes_per_s=X] */
 static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
 {
-    if (count < 2 || count > 3)
-        return nbr_text_error(p, "'cores' takes a count and optionally per=node or per=job");
-    int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores);
-    const char *per = count == 3 ? nbr_text_keyed(words[2], "per") : "node";
-    if (rc == NBR_SUCCESS && (!per || (strcmp(per, "node") && strcmp(per, "job"))))
-        rc = nbr_text_error(p, "'%s': expected per=node or per=job", words[2]);
-    if (rc == NBR_SUCCESS)
-        m->cores_per_job = strcmp(per, "job") == 0;
+    if (count < 2 || count > 4)
+        return nbr_text_error(p, "'cores' takes a count, then optionally per=node or per=job "
+                                 "and network_gbytes_per_s=");
+    int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores), have_per = 0, have_rate = 0;
+    m->cores_per_job = 0;
+    for (int w = 2; w < count && rc == NBR_SUCCESS; w++) {
+        const char *per = nbr_text_keyed(words[w], "per");
+        const char *rate = nbr_text_keyed(words[w], "network_gbytes_per_s");
+        if (per && !have_per++ && (!strcmp(per, "node") || !strcmp(per, "job"))) {
+            m->cores_per_job = strcmp(per, "job") == 0;
+        } else if (rate && !have_rate++) {
+            rc = nbr_text_double(p, rate, &m->core_network_bandwidth);
+            m->core_network_bandwidth *= 1e9;
+            if (rc == NBR_SUCCESS && !(m->core_network_bandwidth > 0))
+                rc = nbr_text_error(p, "network_gbytes_per_s must be above 0");
+        } else {
+            rc = nbr_text_error(p, "'%s': expected per=node, per=job or network_gbytes_per_s= "
+                                   "(once each)", words[w]);
+        }
+    }
     return rc;
 }
 
@@ -153,8 +165,12 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
         fputc('\n', out);
     }
     fprintf(out, "nics %d gbytes_per_s=%.17g\n", m->nics, m->nic_bandwidth * 1e-9);
-    if (m->cores > 0)
-        fprintf(out, "cores %d per=%s\n", m->cores, m->cores_per_job ? "job" : "node");
+    if (m->cores > 0) {
+        fprintf(out, "cores %d per=%s", m->cores, m->cores_per_job ? "job" : "node");
+        if (m->core_network_bandwidth > 0)
+            fprintf(out, " network_gbytes_per_s=%.17g", m->core_network_bandwidth * 1e-9);
+        fputc('\n', out);
+    }
     return ferror(out) ? NBR_ERR_IO : NBR_SUCCESS;
 }
 

@@ -16,7 +16,7 @@
  *   path gpu     alpha_us=8   gbytes_per_s=50
  *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
  *   nics 1 gbytes_per_s=0.118             per node, each direction
- *   cores 2 per=job                       optional, below
+ *   cores 2 per=job network_gbytes_per_s=0.19   optional, below
  *
  * Every path is required, once; gbytes_per_s is 1e9 bytes per second,
  * > 0; alpha_us >= 0. overhead_us (optional, 0 < overhead_us <= alpha_us)
@@ -27,8 +27,12 @@
  * local copies and of messages inside a node (memcpy through host memory),
  * N of them for each node's ranks, or with per=job for the whole job's (the
  * emulated cluster's nodes share one host): when more ranks than cores
- * share them, that byte time waits for a free core. Without it every rank
- * has a core of its own. '#' starts a comment. */
+ * share them, that byte time waits for a free core. network_gbytes_per_s
+ * (optional) is the rate one of those cores moves a network message's
+ * bytes at (the kernel's TCP stack at both ends, veth and bridge where the
+ * nodes are emulated): given, network bytes take that core time too, from
+ * the sender's pool, alongside the wire. Without the line every rank has a
+ * core of its own. '#' starts a comment. */
 #ifndef NBR_MACHINE_H
 #define NBR_MACHINE_H
 
@@ -62,6 +66,8 @@ typedef struct nbr_machine {
     double nic_bandwidth; /* bytes per second, each, each direction */
     int cores;            /* cores moving host-memory bytes; 0: one per rank */
     int cores_per_job;    /* 1: the job's ranks share them all; 0: each node's */
+    double core_network_bandwidth; /* bytes per second one core moves to the
+                                    * network; 0: network bytes take no core */
 } nbr_machine_t;
 
 /* Seconds one message of bytes takes on path, alone. */

@@ -86,6 +86,24 @@ TEST(MachineFile, WritesWhatItReads)
         << why;
     EXPECT_EQ(back.cores, 8);
     EXPECT_EQ(back.cores_per_job, 0) << "per node unless told";
+    EXPECT_EQ(back.core_network_bandwidth, 0.0) << "network bytes take no core unless told";
+    // and the cores' network rate, in either order
+    m.core_network_bandwidth = 0.1875e9;
+    out = open_memstream(&text, &length);
+    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
+    fclose(out);
+    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why;
+    EXPECT_NE(std::string(text).find("cores 2 per=job network_gbytes_per_s=0.1875\n"),
+              std::string::npos)
+        << text;
+    free(text);
+    EXPECT_DOUBLE_EQ(back.core_network_bandwidth, 0.1875e9);
+    ASSERT_EQ(nbr_machine_parse((std::string(full) + "cores 2 network_gbytes_per_s=2 per=job\n").c_str(),
+                                &back, why, sizeof why),
+              NBR_SUCCESS)
+        << why;
+    EXPECT_EQ(back.cores_per_job, 1);
+    EXPECT_DOUBLE_EQ(back.core_network_bandwidth, 2e9);
 }
 
 // Each broken file names the line and what is wrong with it.
@@ -128,7 +146,13 @@ TEST(MachineFile, ErrorsNameTheLine)
          "line 9: 'nics' given twice"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 0\n", "line 9: 0 outside"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=rack\n",
-         "line 9: 'per=rack': expected per=node or per=job"},
+         "line 9: 'per=rack': expected per=node, per=job or network_gbytes_per_s="},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job per=node\n",
+         "line 9: 'per=node': expected"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=0\n",
+         "line 9: network_gbytes_per_s must be above 0"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 x\n",
+         "line 9: 'cores' takes a count"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores\n", "line 9: 'cores' takes a count"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2\ncores 2\n",
          "line 10: 'cores' given twice"},

@@ -199,6 +199,21 @@ TEST(Simulator, SharedCoresQueueHostBytes)
     std::vector<double> net = ends(q);
     EXPECT_NEAR(net[2], 11 * us, 1e-12); // 10 us + 1 us on the wire
     EXPECT_NEAR(net[3], 12 * us, 1e-12); // behind it on the shared NIC only
+    // unless the cores move network bytes too: 1000 B at 0.05 GB/s is 20 us
+    // of the job's one core, rank 1's after rank 0's (no flight time left:
+    // without overhead_us the start-up is all the sender's)
+    m.core_network_bandwidth = 0.05e9;
+    net = ends(q);
+    EXPECT_NEAR(net[2], 20 * us, 1e-12);
+    EXPECT_NEAR(net[3], 40 * us, 1e-12);
+    m.cores = 2;
+    net = ends(q);
+    EXPECT_NEAR(net[3], 20 * us, 1e-12) << "a core each: side by side";
+    m.core_network_bandwidth = 1e9; // faster than the wire: the wire's pace
+    net = ends(q);
+    EXPECT_NEAR(net[3], 12 * us, 1e-12);
+    m.core_network_bandwidth = 0;
+    m.cores = 1;
     // a local copy queues as well: two ranks of one node, one core
     m.cores_per_job = 0;
     Plans c({{{{NBR_OP_COPY, -1, 10000}}}, {{{NBR_OP_COPY, -1, 10000}}}, {}, {}}, &two.loc);
