@@ -195,6 +195,17 @@ static void measure_path(int me, int peer, char *buf, uint64_t max_bytes, fit_t 
         f->overhead = f->alpha;
 }
 
+/* What the job carried per second, on rank 0: every rank's `messages`
+ * of `bytes` over the slowest rank's time t. Collective. */
+static double job_rate(double t, int messages, int bytes)
+{
+    double slowest = 0;
+    int total = 0;
+    MPI_Reduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&messages, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    return slowest > 0 ? (double)total * bytes / slowest : 0;
+}
+
 /* Every rank of node 0 streams `bytes` x reps to its counterpart on node
  * 1 at once: the interface's rate is the bytes over the slowest time. */
 static double stream_rate(const int *node_of, const int *local_of, int n, int me, char *buf,
@@ -218,11 +229,8 @@ static double stream_rate(const int *node_of, const int *local_of, int n, int me
         MPI_Send(buf, 0, MPI_BYTE, partner, TAG + 3, MPI_COMM_WORLD);
     else if (partner >= 0)
         MPI_Recv(buf, 0, MPI_BYTE, partner, TAG + 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    double t = MPI_Wtime() - t0, slowest = 0;
-    int streams = partner >= 0 && node_of[me] == 0, total = 0;
-    MPI_Reduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&streams, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    return slowest > 0 ? (double)total * reps * bytes / slowest : 0;
+    double t = MPI_Wtime() - t0;
+    return job_rate(t, partner >= 0 && node_of[me] == 0 ? reps : 0, bytes);
 }
 
 /* Every rank sends `bytes` to every rank of the other nodes at once and
@@ -231,7 +239,7 @@ static double stream_rate(const int *node_of, const int *local_of, int n, int me
  * what the whole job carried per second (rank 0). */
 static double exchange_rate(const int *node_of, int n, int me, char *buf, int bytes)
 {
-    int reps = 4, peers = 0, total = 0;
+    int reps = 4, peers = 0;
     for (int r = 0; r < n; r++)
         peers += node_of[r] != node_of[me];
     char *in = malloc((size_t)bytes * (size_t)(peers + 1));
@@ -241,23 +249,20 @@ static double exchange_rate(const int *node_of, int n, int me, char *buf, int by
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; all_ok && i < reps; i++) {
-        int k = 0;
+        int j = 0; /* the peer's index among this rank's peers */
         for (int r = 0; r < n; r++)
             if (node_of[r] != node_of[me]) {
-                MPI_Irecv(in + (size_t)(k / 2) * (size_t)bytes, bytes, MPI_BYTE, r, TAG + 4,
-                          MPI_COMM_WORLD, &req[k]);
-                k++;
-                MPI_Isend(buf, bytes, MPI_BYTE, r, TAG + 4, MPI_COMM_WORLD, &req[k++]);
+                MPI_Irecv(in + (size_t)j * (size_t)bytes, bytes, MPI_BYTE, r, TAG + 4,
+                          MPI_COMM_WORLD, &req[2 * j]);
+                MPI_Isend(buf, bytes, MPI_BYTE, r, TAG + 4, MPI_COMM_WORLD, &req[2 * j + 1]);
+                j++;
             }
-        MPI_Waitall(k, req, MPI_STATUSES_IGNORE);
+        MPI_Waitall(2 * j, req, MPI_STATUSES_IGNORE);
     }
-    double t = MPI_Wtime() - t0, slowest = 0;
+    double t = MPI_Wtime() - t0;
     free(in);
     free(req);
-    int sent = all_ok ? peers : 0;
-    MPI_Reduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&sent, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    return slowest > 0 ? (double)total * reps * bytes / slowest : 0;
+    return job_rate(t, all_ok ? peers * reps : 0, bytes);
 }
 
 /* Keeps the compiler from dropping copies nobody reads. */
@@ -414,7 +419,7 @@ int main(int argc, char **argv)
         nodes = node_of[r] + 1 > nodes ? node_of[r] + 1 : nodes;
     int cores = 0, cores_per_job = 0;
     host_cores(node_of, n, nodes, &cores, &cores_per_job);
-    /* where cores are fewer than ranks, the kernels' work on network bytes
+    /* where cores are fewer than ranks, what they pass of the network bytes
      * can cap the job's traffic below its interfaces' (machine.h) */
     double exchange = cores && network_peer >= 0 && nodes > 1
                       ? exchange_rate(node_of, n, me, buf, (int)(o.max_bytes / 16))

@@ -288,9 +288,9 @@ static int issue_send(sim_t *s, int r, double t)
         *in = enter + wire;
         if (*in + flight > arrival)
             arrival = *in + flight;
-        /* the kernels' work on the bytes, beside the wire (machine.h): on a
-         * host whose cores are fewer than its ranks it caps what the whole
-         * network carries (bench/results/2026-11-25-network-cores) */
+        /* the shared cores' time on the bytes, beside the wire (machine.h):
+         * where ranks outnumber cores it caps what the whole network
+         * carries (bench/results/2026-11-25-network-cores) */
         if (m->core_network_bandwidth > 0) {
             double cpu = (double)op->bytes / m->core_network_bandwidth;
             double done = core_start(s, r, t, cpu) + cpu;

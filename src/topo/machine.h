@@ -16,7 +16,7 @@
  *   path gpu     alpha_us=8   gbytes_per_s=50
  *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
  *   nics 1 gbytes_per_s=0.118             per node, each direction
- *   cores 2 per=job network_gbytes_per_s=0.19   optional, below
+ *   cores 2 per=job network_gbytes_per_s=0.17   optional, below
  *
  * Every path is required, once; gbytes_per_s is 1e9 bytes per second,
  * > 0; alpha_us >= 0. overhead_us (optional, 0 < overhead_us <= alpha_us)
@@ -28,11 +28,12 @@
  * N of them for each node's ranks, or with per=job for the whole job's (the
  * emulated cluster's nodes share one host): when more ranks than cores
  * share them, that byte time waits for a free core. network_gbytes_per_s
- * (optional) is the rate one of those cores moves a network message's
- * bytes at (the kernel's TCP stack at both ends, veth and bridge where the
- * nodes are emulated): given, network bytes take that core time too, from
- * the sender's pool, alongside the wire. Without the line every rank has a
- * core of its own. '#' starts a comment. */
+ * (optional) is the rate one of those cores passes network bytes at: given,
+ * a network message's bytes take that core time too, from the sender's
+ * pool, alongside the wire. It is measured, not derived (nbr_calibrate):
+ * on the emulated cluster the job's traffic between nodes tops out below
+ * its interfaces' rate, more so the more messages are in flight. Without
+ * the line every rank has a core of its own. '#' starts a comment. */
 #ifndef NBR_MACHINE_H
 #define NBR_MACHINE_H
 
