@@ -257,8 +257,10 @@ int nbr_get_counters(MPI_Comm comm, nbr_counters_t *counters)
     if (!counters)
         return NBR_ERR_ARG;
     int rc = nbr_comm_get(comm, MPI_INFO_NULL, &state);
-    if (rc == NBR_SUCCESS)
+    if (rc == NBR_SUCCESS) {
+        nbr_comm_count_shortcut(state);
         *counters = state->counters;
+    }
     return rc;
 }
 
@@ -266,8 +268,10 @@ int nbr_reset_counters(MPI_Comm comm)
 {
     nbr_comm_t *state = NULL;
     int rc = nbr_comm_get(comm, MPI_INFO_NULL, &state);
-    if (rc == NBR_SUCCESS)
+    if (rc == NBR_SUCCESS) {
+        state->shortcut.uncounted = 0;
         memset(&state->counters, 0, sizeof(state->counters));
+    }
     return rc;
 }
 
@@ -300,8 +304,6 @@ static int run_blocking(const nbr_call_t *call)
      * every call that costs plans of more phases more. Every rank sees the
      * same trials, so every rank takes the barrier or none does. */
     int timed = trial_under_way(state);
-    if (!timed && nbr_library_shortcut(state, &blocking, &rc))
-        return rc;
     if (timed) {
         int mrc = MPI_Barrier(state->comm);
         if (mrc != MPI_SUCCESS)
@@ -359,6 +361,10 @@ int nbr_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype send
                            void *recvbuf, int recvcount, MPI_Datatype recvtype,
                            MPI_Comm comm)
 {
+    int rc = NBR_SUCCESS;
+    if (nbr_library_shortcut(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                             &rc))
+        return rc;
     nbr_call_t call = ALLGATHER_CALL(NBR_CALL_ALLGATHER);
     call.recvcount = recvcount;
     return run_blocking(&call);

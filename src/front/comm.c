@@ -24,8 +24,21 @@ static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 static int keyval_status = NBR_SUCCESS;
 static atomic_int next_comm_id = 0;
 
+/* The communicator this thread found last, so that a program calling on
+ * one communicator skips MPI's attribute lookup (a hash table: a few more
+ * cold cache lines a call where ranks share cores). A state deleted
+ * anywhere makes every thread's entry stale: its handle may come back as
+ * another communicator's. */
+static atomic_ulong states_deleted = 0;
+static _Thread_local struct {
+    MPI_Comm comm;
+    nbr_comm_t *state;
+    unsigned long deleted; /* states_deleted when it was found */
+} last_found = {MPI_COMM_NULL, NULL, 0};
+
 static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
 {
+    atomic_fetch_add(&states_deleted, 1);
     nbr_comm_release(value);
     return MPI_SUCCESS;
 }
@@ -99,7 +112,7 @@ void nbr_comm_release(nbr_comm_t *state)
     free(state->patterns);
     for (int c = 0; c < NBR_PLAN_CACHE; c++)
         nbr_shared_plan_release(state->cache[c]);
-    nbr_shared_plan_release(state->library_plan);
+    nbr_shared_plan_release(state->shortcut.plan);
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && state->comm != MPI_COMM_NULL)
@@ -247,6 +260,16 @@ static int agree_on_config(MPI_Comm comm, int local, const nbr_config_t *config)
     return least[0];
 }
 
+/* Zeroed, its first lines (the shortcut's) on cache-line boundaries. */
+static nbr_comm_t *state_alloc(void)
+{
+    size_t line = 64, bytes = (sizeof(nbr_comm_t) + line - 1) / line * line;
+    nbr_comm_t *state = aligned_alloc(line, bytes);
+    if (state)
+        memset(state, 0, bytes);
+    return state;
+}
+
 static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 {
     int rc = NBR_SUCCESS, topology = MPI_UNDEFINED;
@@ -262,7 +285,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     int local = nbr_config_load(info, &config);
     if (local == NBR_SUCCESS)
         local = ensure_keyval();
-    if (local == NBR_SUCCESS && !(state = calloc(1, sizeof(*state))))
+    if (local == NBR_SUCCESS && !(state = state_alloc()))
         local = NBR_ERR_NOMEM;
     rc = agree_on_config(comm, local, &config);
     if (rc != NBR_SUCCESS) {
@@ -318,6 +341,22 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
 out:
     nbr_comm_release(state);
     return rc;
+}
+
+nbr_comm_t *nbr_comm_find(MPI_Comm comm)
+{
+    unsigned long deleted = atomic_load_explicit(&states_deleted, memory_order_acquire);
+    if (comm == last_found.comm && deleted == last_found.deleted && comm != MPI_COMM_NULL)
+        return last_found.state;
+    nbr_comm_t *state = NULL;
+    int found = 0;
+    if (comm == MPI_COMM_NULL || ensure_keyval() != NBR_SUCCESS ||
+        MPI_Comm_get_attr(comm, state_keyval, &state, &found) != MPI_SUCCESS || !found)
+        return NULL;
+    last_found.comm = comm;
+    last_found.state = state;
+    last_found.deleted = deleted;
+    return state;
 }
 
 int nbr_comm_get(MPI_Comm comm, MPI_Info info, nbr_comm_t **state)
@@ -586,17 +625,37 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
     return NBR_SUCCESS;
 }
 
-void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan)
+void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan, unsigned long long calls)
 {
     nbr_counters_t *c = &state->counters;
     const nbr_plan_stats_t *s = &plan->stats;
-    c->calls++;
-    c->msgs_intra_node += s->msgs_intra_node;
-    c->bytes_intra_node += s->bytes_intra_node;
-    c->msgs_inter_node += s->msgs_inter_node;
-    c->bytes_inter_node += s->bytes_inter_node;
-    c->msgs_off_socket += s->msgs_off_socket;
-    c->bytes_off_socket += s->bytes_off_socket;
-    c->local_copies += s->local_copies;
-    c->bytes_local_copies += s->bytes_local_copies;
+    c->calls += calls;
+    c->msgs_intra_node += calls * s->msgs_intra_node;
+    c->bytes_intra_node += calls * s->bytes_intra_node;
+    c->msgs_inter_node += calls * s->msgs_inter_node;
+    c->bytes_inter_node += calls * s->bytes_inter_node;
+    c->msgs_off_socket += calls * s->msgs_off_socket;
+    c->bytes_off_socket += calls * s->bytes_off_socket;
+    c->local_copies += calls * s->local_copies;
+    c->bytes_local_copies += calls * s->bytes_local_copies;
+}
+
+void nbr_comm_count_shortcut(nbr_comm_t *state)
+{
+    nbr_shortcut_t *cut = &state->shortcut;
+    if (cut->uncounted)
+        nbr_comm_count(state, &cut->plan->plan, cut->uncounted);
+    cut->uncounted = 0;
+}
+
+void nbr_comm_arm_shortcut(nbr_comm_t *state, nbr_shared_plan_t *plan,
+                           const nbr_algorithm_t *algorithm, nbr_decision_t *decision)
+{
+    nbr_comm_count_shortcut(state); /* with the plan they ran */
+    plan->refs++;
+    nbr_shared_plan_release(state->shortcut.plan);
+    state->shortcut = (nbr_shortcut_t){.block_bytes = plan->layout.send[0].bytes,
+                                       .algorithm = algorithm,
+                                       .decision = decision,
+                                       .plan = plan};
 }

@@ -286,42 +286,45 @@ int nbr_library_wait(nbr_request_t req)
  * request, both datatypes described, a layout of every slot, the plan
  * looked up) measured as 2-3 % of a call on one node of 8 ranks. A call
  * like the last one the library ran (same block bytes, the same algorithm
- * for them, nothing of nbrcoll's in flight) needs none of it. */
-int nbr_library_shortcut(nbr_comm_t *state, const nbr_call_t *call, int *rc)
+ * for them, no trial, nothing of nbrcoll's in flight) needs none of it;
+ * what it checks and changes sits on the state's first lines
+ * (nbr_shortcut_t). */
+int nbr_library_shortcut(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *rc)
 {
-    int send_size = 0, recv_size = 0;
-    if (call->kind != NBR_CALL_ALLGATHER || !call->sendbuf || !call->recvbuf ||
-        call->sendcount < 0 || call->recvcount < 0 || call->sendtype == MPI_DATATYPE_NULL ||
-        call->recvtype == MPI_DATATYPE_NULL)
+    if (!sendbuf || !recvbuf || sendcount < 0 || recvcount < 0 ||
+        sendtype == MPI_DATATYPE_NULL || recvtype == MPI_DATATYPE_NULL)
         return 0; /* the long way checks and reports */
-    nbr_shared_plan_t *plan = state->library_plan;
-    if (!plan || state->exec.in_flight || state->config.agree_errors || !nbr_comm_library_usable(state, NBR_COLL_ALLGATHER) ||
-        MPI_Type_size(call->sendtype, &send_size) != MPI_SUCCESS ||
-        MPI_Type_size(call->recvtype, &recv_size) != MPI_SUCCESS)
+    nbr_comm_t *state = nbr_comm_find(comm);
+    if (!state)
         return 0;
-    size_t bytes = (size_t)call->sendcount * (size_t)send_size;
-    if (bytes != (size_t)call->recvcount * (size_t)recv_size ||
-        bytes != plan->layout.send[0].bytes)
+    nbr_shortcut_t *cut = &state->shortcut;
+    if (!cut->block_bytes || state->trials > 0 || state->exec.in_flight)
         return 0;
-    const nbr_algorithm_t *algorithm = state->config.algorithm;
-    nbr_decision_t *decision = NULL;
-    if (!algorithm) {
-        decision = nbr_comm_decision(state, NBR_CALL_ALLGATHER, bytes);
-        if (!decision || decision->num_sides > 0)
-            return 0; /* undecided, or on trial */
-        algorithm = decision->algorithm;
-    }
-    if (!algorithm->library)
+    int send_size = 0, recv_size = 0;
+    if (MPI_Type_size(sendtype, &send_size) != MPI_SUCCESS)
         return 0;
-    /* what the long way changes that every rank keeps in step */
-    nbr_comm_next_tag_base(state, 0);
-    if (decision)
+    if (recvtype == sendtype)
+        recv_size = send_size;
+    else if (MPI_Type_size(recvtype, &recv_size) != MPI_SUCCESS)
+        return 0;
+    size_t bytes = (size_t)sendcount * (size_t)send_size;
+    if (bytes != cut->block_bytes || bytes != (size_t)recvcount * (size_t)recv_size)
+        return 0;
+    nbr_decision_t *decision = cut->decision;
+    if (decision) { /* still auto's answer for these bytes (not replaced since) */
+        if (!decision->valid || decision->kind != NBR_CALL_ALLGATHER ||
+            decision->block_bytes != bytes || decision->algorithm != cut->algorithm ||
+            decision->num_sides > 0)
+            return 0;
         decision->last_use = ++state->decision_clock;
-    state->last_algorithm = algorithm;
-    int mrc = PMPI_Neighbor_allgather(call->sendbuf, call->sendcount, call->sendtype,
-                                      call->recvbuf, call->recvcount, call->recvtype,
+    }
+    /* what the long way changes that every rank keeps in step */
+    state->sequence++; /* as nbr_comm_next_tag_base */
+    state->last_algorithm = cut->algorithm;
+    int mrc = PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                       state->comm);
     *rc = mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Neighbor_allgather", mrc);
-    nbr_comm_count(state, &plan->plan);
+    cut->uncounted++;
     return 1;
 }

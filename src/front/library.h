@@ -22,11 +22,12 @@ int nbr_library_test(nbr_request_t req, int *done);
 int nbr_library_poll(void *request, int *done);
 int nbr_library_wait(nbr_request_t req);
 
-/* A blocking allgather like the last one the library ran on its
- * communicator (state, call->comm's): run by the library straight away
- * (*rc its status), returning 1; 0: take the long way
- * (nbr_request_create). */
-int nbr_library_shortcut(nbr_comm_t *state, const nbr_call_t *call, int *rc);
+/* A blocking allgather like the last one the library ran on comm: run
+ * by the library straight away (*rc its status), returning 1; 0: take the
+ * long way (nbr_request_create), which also sets comm up and reports bad
+ * arguments. */
+int nbr_library_shortcut(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *rc);
 
 /* An MPI error of the library's collective as nbrcoll's status: a
  * truncated receive is a signature mismatch, as in the other plans. */

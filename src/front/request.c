@@ -737,11 +737,15 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
         NBR_CHECK(nbr_library_keep(req, call));
         if (req->agree_tag >= 0 && !req->agreement)
             NBR_CHECK(nbr_executor_create_agreement(&state->exec, &req->agreement));
-        if (call->blocking && call->kind == NBR_CALL_ALLGATHER && !req->trial) {
-            req->plan->refs++; /* the next such call may take the shortcut */
-            nbr_shared_plan_release(state->library_plan);
-            state->library_plan = req->plan;
-        }
+        /* the next such call may take the shortcut (one agreeing on errors
+         * takes the long way) */
+        if (call->blocking && call->kind == NBR_CALL_ALLGATHER && !req->trial &&
+            !state->config.agree_errors)
+            nbr_comm_arm_shortcut(state, req->plan, algorithm,
+                                  state->config.algorithm
+                                      ? NULL
+                                      : nbr_comm_decision(state, NBR_CALL_ALLGATHER,
+                                                          req->plan->layout.send[0].bytes));
         return NBR_SUCCESS;
     }
     /* plans move bytes: staged buffers get their area (and their own
@@ -867,7 +871,7 @@ static int complete(nbr_request_t *request, int rc)
     if (!req->library) /* staged receives were unpacked by the run's finish step */
         nbr_executor_add_counters(req->exec, &req->comm->counters);
     rc = mismatch_says_more(req, rc);
-    nbr_comm_count(req->comm, &req->plan->plan);
+    nbr_comm_count(req->comm, &req->plan->plan, 1);
     if (!req->persistent) {
         request_retire(req);
         *request = NBR_REQUEST_NULL;

@@ -640,6 +640,77 @@ TEST_F(HostAlgorithms, LibraryCallKeepsOtherRequestsMoving)
                   (uint64_t)indeg)
             << "call " << k << " on rank " << me;
     }
+    // the shortcut counts its calls later: several between two reads, and
+    // none left over after a reset
+    const int calls = 3;
+    EXPECT_EQ(nbr_get_counters(c.comm, &before), NBR_SUCCESS);
+    for (int k = 0; k < calls; k++)
+        EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
+                  NBR_SUCCESS);
+    EXPECT_EQ(nbr_get_counters(c.comm, &after), NBR_SUCCESS);
+    EXPECT_EQ(after.calls - before.calls, (uint64_t)calls);
+    EXPECT_EQ(after.msgs_intra_node + after.msgs_inter_node - before.msgs_intra_node -
+                  before.msgs_inter_node,
+              (uint64_t)calls * (uint64_t)indeg);
+    EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
+              NBR_SUCCESS);
+    EXPECT_EQ(nbr_reset_counters(c.comm), NBR_SUCCESS);
+    EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
+              NBR_SUCCESS);
+    EXPECT_EQ(nbr_get_counters(c.comm, &after), NBR_SUCCESS);
+    EXPECT_EQ(after.calls, 1u) << "the call before the reset is not counted after it";
+}
+
+// nbrcoll remembers the communicator a thread called on last, so that the
+// next call finds its state without MPI's attribute lookup. A freed
+// communicator's handle comes back as the next one's (Open MPI reuses it):
+// each new ring (another shift, so another source) must get its own state
+// and its own data, by the shortcut too. The last ring's state is kept
+// alive here (a reference), so that the new one cannot take its address
+// and hide a stale answer.
+void attach_mpi(MPI_Comm comm)
+{
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "nbr_algorithm", "mpi");
+    EXPECT_EQ(nbr_comm_attach(comm, info), NBR_SUCCESS);
+    MPI_Info_free(&info);
+}
+
+TEST(HostShortcut, FreedCommunicatorsHandleComesBack)
+{
+    const int me = world_rank(), n = world_size(), count = 5;
+    std::vector<int> send(count), got(count), want(count);
+    nbr_comm_t *kept = nullptr;
+    for (int shift = 1; shift <= 3; shift++) {
+        const int dest = (me + shift) % n, source = ((me - shift) % n + n) % n;
+        MPI_Comm comm = MPI_COMM_NULL;
+        ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &source, MPI_UNWEIGHTED, 1,
+                                                 &dest, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm),
+                  MPI_SUCCESS);
+        attach_mpi(comm);
+        for (int call = 0; call < 3; call++) { // the second and third take the shortcut
+            nbrtest::fill_ints(send, me, shift * 10 + call);
+            nbrtest::fill_ints(want, source, shift * 10 + call);
+            std::fill(got.begin(), got.end(), -1);
+            EXPECT_EQ(nbr_neighbor_allgather(send.data(), count, MPI_INT, got.data(), count,
+                                             MPI_INT, comm),
+                      NBR_SUCCESS);
+            EXPECT_EQ(got, want) << "shift " << shift << ", call " << call << ", rank " << me;
+        }
+        nbr_comm_t *state = nullptr;
+        EXPECT_EQ(nbr_comm_get(comm, MPI_INFO_NULL, &state), NBR_SUCCESS);
+        EXPECT_EQ(nbr_comm_find(comm), state) << "shift " << shift;
+        EXPECT_NE(state, kept);
+        nbr_counters_t counters{};
+        EXPECT_EQ(nbr_get_counters(comm, &counters), NBR_SUCCESS);
+        EXPECT_EQ(counters.calls, 3u) << "shift " << shift << ": this ring's calls only";
+        nbr_comm_release(kept);
+        nbr_comm_retain(state);
+        kept = state;
+        MPI_Comm_free(&comm);
+    }
+    nbr_comm_release(kept);
 }
 
 }  // namespace
