@@ -1,5 +1,6 @@
 #include "harness/timing.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include <mpi.h>
@@ -20,6 +21,23 @@ void bh_summarize(double *samples, int n, bh_stats_t *s)
     s->median_us = med * 1e6;
     s->min_us = samples[0] * 1e6;
     s->max_us = samples[n - 1] * 1e6;
+}
+
+/* order[0..n) a permutation of 0..n-1 drawn from *seed (splitmix64). */
+static void shuffle(int *order, int n, uint64_t *seed)
+{
+    for (int k = 0; k < n; k++)
+        order[k] = k;
+    for (int k = n - 1; k > 0; k--) {
+        uint64_t z = (*seed += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        int j = (int)(z % (uint64_t)(k + 1));
+        int swap = order[k];
+        order[k] = order[j];
+        order[j] = swap;
+    }
 }
 
 double bh_time_one_call(const bh_alg_t *a, bh_layout_t *L)
@@ -55,13 +73,21 @@ void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
                 bh_die_nbr(rc, "nbr_reset_counters");
         }
     }
-    /* the order rotates each round: a call is slowed by what the one
-     * before it left behind (on the emulated cluster, whichever algorithm
-     * came first in a fixed order was 2.5-12 % faster than the same MPI call
-     * in last place), so every algorithm follows every other in turn */
-    for (int it = 0; it < iters; it++)
+    /* Each round runs the algorithms in a fresh order, the same on every
+     * rank (a fixed seed): a call is slowed or sped by what the one before
+     * it left behind (on the emulated cluster, whichever algorithm came
+     * first in a fixed order was 2.5-12 % faster than the same MPI call in
+     * last place). A rotating order moved every algorithm through every
+     * place but kept its predecessor (auto always after leader, mpi after
+     * auto); a shuffle pairs each with every other
+     * (bench/results/2026-11-26-bench-order). */
+    int order[BH_MAX_ALGS];
+    uint64_t seed = 0x6e6272636f6c6cULL;
+    for (int it = 0; it < iters; it++) {
+        shuffle(order, nalgs, &seed);
         for (int k = 0; k < nalgs; k++) {
-            int a = (k + it) % nalgs;
+            int a = order[k];
             samples[a * iters + it] = bh_time_one_call(&algs[a], L);
         }
+    }
 }
