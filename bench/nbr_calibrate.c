@@ -19,8 +19,15 @@
  * the emulated cluster's are); there every rank then exchanges blocks with
  * every rank of the other nodes at once, and where the job carries well
  * under its interfaces' rate the line gets the rate each core moved network
- * bytes at. Paths it cannot measure here (a second socket, GPUs) are taken
- * from --base FILE, or left at placeholders, and the file says so.
+ * bytes at. Last, it times the library's own allgather of 8 B blocks
+ * (naive, halving and combining on a sparse and a dense random graph,
+ * interleaved, as nbr_bench times a call) and fits a line through their
+ * times against the messages a rank sends: where it meets zero messages,
+ * less one message alone, is the per-call start; where ranks share cores,
+ * its slope over the ranks a core serves is each message's hand-off on
+ * them (machine.h). Paths it cannot measure here (a second socket, GPUs)
+ * are taken from --base FILE, or left at placeholders, and the file says
+ * so.
  *
  *   mpirun -np N nbr_calibrate [--output FILE] [--name NAME] [--base FILE]
  *          [--ranks-per-socket S] [--max-bytes B] [--sweep]
@@ -32,6 +39,8 @@
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "harness/common.h"
+#include "harness/graphs.h"
+#include "nbrcoll.h"
 #include "harness/options.h"
 #include "topo/machine.h"
 
@@ -265,6 +274,116 @@ static double exchange_rate(const int *node_of, int n, int me, char *buf, int by
     return job_rate(t, all_ok ? peers * reps : 0, bytes);
 }
 
+#define SMALL_ROUNDS 500
+#define MAX_SMALL 8
+
+/* A small call of the library's: one plan on one graph, 8 B blocks. */
+typedef struct small_call {
+    const char *algorithm;
+    double density;  /* of the random graph (seeds apart from the grid's) */
+    double messages; /* a rank sends per call, mean over ranks */
+    double seconds;  /* median, timed as nbr_bench times a call */
+    MPI_Comm comm;
+    bh_topo_t topo;
+    double *samples;
+} small_call_t;
+
+/* The call's graph and communicator. Collective; 0 or an nbr_status_t
+ * (every rank the same). */
+static int set_up_small_call(small_call_t *call, uint64_t seed)
+{
+    bh_graph_spec_t spec = {BH_PATTERN_RSG, call->density, seed, 0, 0};
+    bh_locality_t loc = {0, 0};
+    call->comm = MPI_COMM_NULL;
+    call->samples = malloc(SMALL_ROUNDS * sizeof(double));
+    int rc = call->samples ? bh_topo_build(&spec, &call->topo) : NBR_ERR_NOMEM, all = 0;
+    MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* errors are < 0 */
+    return all == 0 ? bh_create_comm(&loc, &call->topo, call->algorithm, &call->comm) : all;
+}
+
+static void free_small_call(small_call_t *call)
+{
+    if (call->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&call->comm);
+    bh_topo_free(&call->topo);
+    free(call->samples);
+}
+
+/* Times the calls' nbr_neighbor_allgather of 8 B blocks as nbr_bench times
+ * a call (a barrier, then the slowest rank's time), interleaved: each of
+ * SMALL_ROUNDS rounds runs every call once, starting one further on; each
+ * call's time is its median. Counts the messages a rank sends per call.
+ * Collective; 0 or an nbr_status_t (every rank the same). */
+static int time_small_calls(int n, small_call_t *calls, int count)
+{
+    char out[8] = {0}, *in = malloc(8 * (size_t)(n + 1));
+    int rc = in ? 0 : NBR_ERR_NOMEM, all = 0;
+    for (int i = -SMALL_ROUNDS / 10; rc == 0 && i < SMALL_ROUNDS; i++) /* < 0: warm-up */
+        for (int k = 0; k < count && rc == 0; k++) {
+            small_call_t *call = &calls[(k + (i < 0 ? 0 : i)) % count];
+            if (i == 0 && k == 0)
+                for (int c = 0; c < count && rc == 0; c++)
+                    rc = nbr_reset_counters(calls[c].comm);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (rc == 0)
+                rc = nbr_neighbor_allgather(out, 8, MPI_BYTE, in, 8, MPI_BYTE, call->comm);
+            double t = MPI_Wtime() - t0, slowest = 0;
+            MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            if (i >= 0)
+                call->samples[i] = slowest;
+        }
+    free(in);
+    MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* errors are < 0 */
+    for (int k = 0; k < count && all == 0; k++) {
+        nbr_counters_t counted = {0};
+        int got = nbr_get_counters(calls[k].comm, &counted);
+        double sent = got == 0 ? (double)(counted.msgs_intra_node + counted.msgs_inter_node) /
+                                     SMALL_ROUNDS
+                               : 0;
+        MPI_Allreduce(&sent, &calls[k].messages, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        calls[k].messages /= n;
+        qsort(calls[k].samples, SMALL_ROUNDS, sizeof(double), compare_double);
+        calls[k].seconds = calls[k].samples[SMALL_ROUNDS / 2];
+    }
+    return all;
+}
+
+/* The least-squares line through the calls' times against their messages
+ * a rank. */
+static void fit_line(const small_call_t *calls, int count, double *slope, double *at_zero)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int k = 0; k < count; k++) {
+        double x = calls[k].messages, y = calls[k].seconds;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    double d = count * sxx - sx * sx;
+    *slope = d > 0 ? (count * sxy - sx * sy) / d : 0;
+    *at_zero = count > 0 ? (sy - *slope * sx) / count : 0;
+}
+
+/* What the fitted paths say a call of one message a rank (each to the next
+ * rank) takes: its slowest message alone. */
+static double slowest_message(const nbr_machine_t *m, const int *node_of, const int *local_of, int n,
+                        int spr)
+{
+    double slowest = 0;
+    for (int r = 0; r < n; r++) {
+        int from = (r + n - 1) % n;
+        nbr_path_t path = from == r                     ? NBR_PATH_COPY
+                          : node_of[from] != node_of[r] ? NBR_PATH_NETWORK
+                          : spr && local_of[from] / spr != local_of[r] / spr ? NBR_PATH_NODE
+                                                                             : NBR_PATH_SOCKET;
+        double t = nbr_path_seconds(m, path, 8);
+        slowest = t > slowest ? t : slowest;
+    }
+    return slowest;
+}
+
 /* Keeps the compiler from dropping copies nobody reads. */
 static volatile char sink;
 
@@ -315,9 +434,11 @@ static void print_sweep(FILE *out, const char *what, const fit_t *f, const optio
 }
 
 /* The cores a pool of ranks shares, when they are fewer than its ranks
- * (0 otherwise): per node, or per job when every rank runs on one host
- * (one kernel boot id: the emulated cluster's namespaces). Collective. */
-static void host_cores(const int *node_of, int n, int nodes, int *cores, int *per_job)
+ * (0 otherwise), and its ranks (the most of any pool): per node, or per
+ * job when every rank runs on one host (one kernel boot id: the emulated
+ * cluster's namespaces). Collective. */
+static void host_cores(const int *node_of, int n, int nodes, int *cores, int *per_job,
+                       int *pool_ranks)
 {
     cpu_set_t set;
     int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0, least = 0;
@@ -345,6 +466,7 @@ static void host_cores(const int *node_of, int n, int nodes, int *cores, int *pe
     *per_job = all_same && nodes > 1;
     int ranks = *per_job ? n : most_on_node;
     *cores = ranks > least ? least : 0;
+    *pool_ranks = ranks;
 }
 
 int main(int argc, char **argv)
@@ -417,13 +539,34 @@ int main(int argc, char **argv)
     int nodes = 0;
     for (int r = 0; r < n; r++)
         nodes = node_of[r] + 1 > nodes ? node_of[r] + 1 : nodes;
-    int cores = 0, cores_per_job = 0;
-    host_cores(node_of, n, nodes, &cores, &cores_per_job);
+    int cores = 0, cores_per_job = 0, pool_ranks = 0;
+    host_cores(node_of, n, nodes, &cores, &cores_per_job, &pool_ranks);
     /* where cores are fewer than ranks, what they pass of the network bytes
      * can cap the job's traffic below its interfaces' (machine.h) */
     double exchange = cores && network_peer >= 0 && nodes > 1
                       ? exchange_rate(node_of, n, me, buf, (int)(o.max_bytes / 16))
                       : 0;
+    /* the library's own small calls: one phase with many messages (naive)
+     * and relays of a few messages in several (halving, combining), on a
+     * sparse and a dense random graph */
+    small_call_t calls[MAX_SMALL];
+    int num_calls = 0, small_rc = 0;
+    const char *small_algorithms[] = {"naive", "halving", "combining"};
+    const double small_densities[] = {0.3, 0.8};
+    for (int d = 0; n > 2 && d < 2; d++)
+        for (int a = 0; a < 3 && small_rc == 0; a++) {
+            calls[num_calls] = (small_call_t){.algorithm = small_algorithms[a],
+                                              .density = small_densities[d]};
+            small_rc = set_up_small_call(&calls[num_calls++], 101 + (uint64_t)d);
+        }
+    int num_set_up = num_calls;
+    if (small_rc == 0 && num_calls > 0)
+        small_rc = time_small_calls(n, calls, num_calls);
+    if (small_rc != 0)
+        num_calls = 0;
+    if (small_rc != 0 && me == 0)
+        fprintf(stderr, "nbr_calibrate: small calls: %s; no call start or hand-off\n",
+                nbr_error_string(small_rc));
 
     if (me == 0) {
         const char *measured = "measured";
@@ -469,6 +612,24 @@ int main(int argc, char **argv)
             m.path[NBR_PATH_DEVICE] = m.path[NBR_PATH_COPY];
             m.path[NBR_PATH_GPU] = m.path[NBR_PATH_NODE];
         }
+        /* a small call takes its start, its messages' hand-offs where ranks
+         * share cores (pressure ranks a core: the job pays as many per
+         * message a rank), and its messages' latency. The least-squares
+         * line through the small calls' times against the messages a rank
+         * sends has the hand-offs in its slope; where it meets zero
+         * messages it has the start and about one message alone. Over
+         * the library's own calls, relays and all, not over plain
+         * messages in one phase: a fan of 1-8 messages a rank measured a
+         * start of 96-135 us and hand-offs of 7-9 us on the emulated 4 x 4
+         * cluster and priced the day's grid worse than no start at all
+         * (bench/results/2026-11-26-handoff). */
+        double pressure = cores ? (double)pool_ranks / cores : 0;
+        double one_message = n > 1 ? slowest_message(&m, node_of, local_of, n, spr) : 0;
+        double slope = 0, at_zero = 0;
+        fit_line(calls, num_calls, &slope, &at_zero);
+        if (slope > 0 && pressure > 0)
+            m.core_message_seconds = slope / pressure;
+        m.start = at_zero > one_message ? at_zero - one_message : 0;
         FILE *out = o.output ? fopen(o.output, "w") : stdout;
         if (!out) {
             fprintf(stderr, "nbr_calibrate: cannot write %s\n", o.output);
@@ -491,6 +652,20 @@ int main(int argc, char **argv)
                          "%.1f MB/s%s\n",
                     exchange / 1e6, exchange / (nodes * nic), nodes * nic / 1e6,
                     capped ? ": the cores' rate written" : ": the interfaces' pace");
+        if (num_calls > 0) {
+            fprintf(out, "#   small calls (allgather of 8 B, random graphs, timed as nbr_bench "
+                         "times them, interleaved, median of %d): algorithm density "
+                         "messages-a-rank us:",
+                    SMALL_ROUNDS);
+            for (int k = 0; k < num_calls; k++)
+                fprintf(out, "%s %s %.1f %.2f %.1f", k % 3 ? "," : "\n#    ", calls[k].algorithm,
+                        calls[k].density, calls[k].messages, calls[k].seconds * 1e6);
+            fprintf(out, "\n#   call start: %.1f us at zero messages, less %.1f us for the "
+                         "slowest message alone; %.2f us a message a rank%s\n",
+                    at_zero * 1e6, one_message * 1e6, slope * 1e6,
+                    m.core_message_seconds > 0 ? ", over the ranks a core serves: the hand-off"
+                                               : "");
+        }
         if (o.sweep) {
             print_sweep(out, "socket", &socket, &o, 0);
             print_sweep(out, "node", &other_socket, &o, 0);
@@ -502,6 +677,8 @@ int main(int argc, char **argv)
         if (out != stdout)
             fclose(out);
     }
+    for (int k = 0; k < num_set_up; k++)
+        free_small_call(&calls[k]);
     free(buf);
     free(node_of);
     free(local_of);

@@ -36,6 +36,7 @@ typedef struct sim {
     int nics;
     int cores;         /* per pool; 0: every rank has a core of its own */
     double *core_free; /* pool * cores + core -> free from */
+    double *handoff_free; /* the same cores' queue of message hand-offs */
     char *contended;   /* pool -> more ranks than cores */
     uint64_t *network_messages, *network_bytes; /* per sending rank */
     event_t *heap;
@@ -167,13 +168,15 @@ static int assign_nics(sim_t *s)
 
 /* The machine's CPU pools (machine.h, `cores`): one per node, or one for
  * the whole job; only a pool with more ranks than cores ever makes a rank
- * wait. A pool runs the byte time of host-memory paths only: a message's
- * start-up overhead stays on its rank's port. Queueing the overheads too
- * made naive's many messages cost what they measure on the emulated 4 x 4
- * cluster but left relay plans' phases nearly free (halving predicted 5.7x
- * faster than naive at 16 B, measured 2.1x), and scored worse at every
- * size (bench/results/2026-11-24-sim-cpu); the bytes alone move the
- * predictions from 256 KiB up, where 16 ranks copy through 2 cores. */
+ * wait. A pool runs the byte time of host-memory paths (and of network
+ * bytes at the cores' rate) and, in a queue of its own, each message's
+ * hand-off (message_us); a message's start-up overhead stays on its rank's
+ * port. Queueing those overheads in the pool instead, with no per-call
+ * start, made relay plans' phases nearly free (halving predicted 5.7x
+ * faster than naive at 16 B, measured 2.1x, bench/results/2026-11-24-sim-cpu);
+ * a hand-off measured as what each further message costs the whole job,
+ * with the start measured beside it, scores better at every size
+ * (bench/results/2026-11-26-handoff). */
 static int cpu_pool(const sim_t *s, int r)
 {
     return s->in->machine->cores_per_job || !s->in->locality ? 0 : s->in->locality->node_of[r];
@@ -188,8 +191,9 @@ static int assign_cores(sim_t *s)
         return NBR_SUCCESS;
     int *ranks = calloc((size_t)pools, sizeof(int));
     s->core_free = calloc((size_t)pools * (size_t)m->cores, sizeof(double));
+    s->handoff_free = calloc((size_t)pools * (size_t)m->cores, sizeof(double));
     s->contended = calloc((size_t)pools, 1);
-    if (!ranks || !s->core_free || !s->contended) {
+    if (!ranks || !s->core_free || !s->handoff_free || !s->contended) {
         free(ranks);
         return NBR_ERR_NOMEM;
     }
@@ -209,15 +213,16 @@ static int cpu_moves_bytes(nbr_path_t path)
     return path == NBR_PATH_COPY || path == NBR_PATH_SOCKET || path == NBR_PATH_NODE;
 }
 
-/* Rank r has `seconds` of CPU work from time t: when it starts. In a
- * contended pool that is when it gets a core (the one free soonest, first
- * come, first served); else at once. */
-static double core_start(sim_t *s, int r, double t, double seconds)
+/* Rank r has `seconds` of CPU work from time t in a queue of its pool's
+ * cores (free_from: pool * cores + core): when it starts. In a contended
+ * pool that is when it gets a core (the one free soonest, first come,
+ * first served); else at once. */
+static double queue_start(sim_t *s, double *queue, int r, double t, double seconds)
 {
     int pool = cpu_pool(s, r);
     if (!s->cores || seconds <= 0 || !s->contended[pool])
         return t;
-    double *free_from = &s->core_free[(size_t)pool * (size_t)s->cores];
+    double *free_from = &queue[(size_t)pool * (size_t)s->cores];
     int soonest = 0;
     for (int c = 1; c < s->cores; c++)
         if (free_from[c] < free_from[soonest])
@@ -225,6 +230,27 @@ static double core_start(sim_t *s, int r, double t, double seconds)
     double start = t > free_from[soonest] ? t : free_from[soonest];
     free_from[soonest] = start + seconds;
     return start;
+}
+
+/* Byte time (copies, host-memory messages, network bytes at the cores'
+ * rate): the long blocks of the cores' work. */
+static double core_start(sim_t *s, int r, double t, double seconds)
+{
+    return queue_start(s, s->core_free, r, t, seconds);
+}
+
+/* A message's hand-off (machine.h, message_us): when rank r's send from
+ * time t may go. Hand-offs share the cores with each other in a queue of
+ * their own, not behind the byte time: the kernel slices a core between
+ * ranks, so a turn of a few microseconds does not wait out another rank's
+ * milliseconds of copying (one queue for both priced the emulated 4 x 4
+ * cluster's grid from 256 KiB up worse: 183 of 225 within 25 %, not 210). */
+static double handoff_done(sim_t *s, int r, double t)
+{
+    double seconds = s->in->machine->core_message_seconds;
+    if (!s->cores || seconds <= 0 || !s->contended[cpu_pool(s, r)])
+        return t; /* a core of its own: its port's overhead is all */
+    return queue_start(s, s->handoff_free, r, t, seconds) + seconds;
 }
 
 /* Rank r has `seconds` of bytes to move on path from time t: when it
@@ -273,6 +299,7 @@ static int issue_send(sim_t *s, int r, double t)
     nbr_path_t path = nbr_sim_path(s->in, r, op->peer);
     double alpha = m->path[path].alpha, bytes_time = (double)op->bytes / path_bandwidth(s->in, path, r, op->peer);
     double busy = nbr_path_busy_seconds(m, path, 0) + bytes_time; /* the port, see machine.h */
+    t = handoff_done(s, r, t);
     t = bytes_start(s, r, t, path, bytes_time);
     double arrival = t + alpha + bytes_time;
     st->port_free = t + busy;
@@ -363,7 +390,7 @@ static int run(sim_t *s)
 {
     int n = s->in->nranks, rc = NBR_SUCCESS;
     for (int r = 0; r < n && rc == NBR_SUCCESS; r++)
-        rc = push(s, 0.0, EVENT_PHASE, r);
+        rc = push(s, s->in->machine->start, EVENT_PHASE, r);
     while (rc == NBR_SUCCESS && s->heap_size > 0) {
         event_t e = pop(s);
         rc = e.kind == EVENT_PHASE ? start_phase(s, e.rank, e.time) : issue_send(s, e.rank, e.time);
@@ -427,6 +454,7 @@ int nbr_simulate(const nbr_sim_input_t *in, nbr_sim_result_t *result, double *ra
     free(s.nic_out);
     free(s.nic_in);
     free(s.core_free);
+    free(s.handoff_free);
     free(s.contended);
     free(s.network_messages);
     free(s.network_bytes);
@@ -518,5 +546,5 @@ double nbr_sim_job_price(const nbr_machine_t *m, double slowest_rank, const doub
         double nic = (out > in ? out : in) / (nics * m->nic_bandwidth);
         price = nic > price ? nic : price;
     }
-    return price;
+    return m->start + price;
 }

@@ -2,6 +2,7 @@
  * machine (topo/machine.h), in one process, without running them.
  *
  * The model (docs/ARCHITECTURE.md, "Simulator", says why each rule):
+ *   - Every rank starts at the machine's per-call start (machine.h).
  *   - A rank runs its phases in order. At the start of a phase it posts
  *     the phase's receives, then issues its sends one after the other,
  *     then does its local copies; the phase ends when every message of it
@@ -27,6 +28,11 @@
  *   - Local copies run on the rank's CPU once the phase is posted, one
  *     after the other, at the copy path's cost, beside the sends (their
  *     bytes move while the CPU copies).
+ *   - Where ranks outnumber the cores of their pool (machine.h, `cores`),
+ *     the byte time of host memory (and of network bytes, at the cores'
+ *     rate) waits for a core, first come, first served, and so does each
+ *     message's hand-off (message_us) before the send, in a queue of its
+ *     own over the same cores.
  *   - Paths: same rank: copy (device when buffers are on GPUs); same
  *     socket / other socket of a node: socket / node for host buffers, gpu
  *     for device buffers (with the node model's GPU pair bandwidth where
@@ -88,10 +94,11 @@ typedef struct nbr_sim_parts {
 void nbr_sim_rank_parts(const nbr_sim_input_t *input, const nbr_plan_t *plan,
                         nbr_sim_parts_t *parts);
 
-/* A job's price of a plan from its ranks' parts: the slowest rank's
- * seconds (slowest_rank) or the busiest node's interfaces, whichever is
- * longer; node_bytes[2v], [2v+1]: node v's ranks' bytes out and in, summed
- * (all of its interfaces carry them, evenly). */
+/* A job's price of a plan from its ranks' parts: the machine's per-call
+ * start plus the slowest rank's seconds (slowest_rank) or the busiest
+ * node's interfaces, whichever is longer; node_bytes[2v], [2v+1]: node v's
+ * ranks' bytes out and in, summed (all of its interfaces carry them,
+ * evenly). */
 double nbr_sim_job_price(const nbr_machine_t *machine, double slowest_rank,
                          const double *node_bytes, int nodes);
 

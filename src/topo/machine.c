@@ -2,6 +2,7 @@
 
 #include "topo/text.h"
 
+#include <math.h>
 #include <nbrcoll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,17 +67,19 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
     return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
 }
 
-/* cores N [per=node|job] [network_gbytes_per_s=X] */
+/* cores N [per=node|job] [network_gbytes_per_s=X] [message_us=Y] */
 static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
 {
-    if (count < 2 || count > 4)
-        return nbr_text_error(p, "'cores' takes a count, then optionally per=node or per=job "
-                                 "and network_gbytes_per_s=");
-    int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores), have_per = 0, have_rate = 0;
+    if (count < 2 || count > 5)
+        return nbr_text_error(p, "'cores' takes a count, then optionally per=node or per=job, "
+                                 "network_gbytes_per_s= and message_us=");
+    int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores), have_per = 0, have_rate = 0,
+        have_message = 0;
     m->cores_per_job = 0;
     for (int w = 2; w < count && rc == NBR_SUCCESS; w++) {
         const char *per = nbr_text_keyed(words[w], "per");
         const char *rate = nbr_text_keyed(words[w], "network_gbytes_per_s");
+        const char *message = nbr_text_keyed(words[w], "message_us");
         if (per && !have_per++ && (!strcmp(per, "node") || !strcmp(per, "job"))) {
             m->cores_per_job = strcmp(per, "job") == 0;
         } else if (rate && !have_rate++) {
@@ -84,18 +87,36 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
             m->core_network_bandwidth *= 1e9;
             if (rc == NBR_SUCCESS && !(m->core_network_bandwidth > 0))
                 rc = nbr_text_error(p, "network_gbytes_per_s must be above 0");
+        } else if (message && !have_message++) {
+            rc = nbr_text_double(p, message, &m->core_message_seconds);
+            m->core_message_seconds *= 1e-6;
+            if (rc == NBR_SUCCESS && !(m->core_message_seconds > 0))
+                rc = nbr_text_error(p, "message_us must be above 0");
         } else {
-            rc = nbr_text_error(p, "'%s': expected per=node, per=job or network_gbytes_per_s= "
-                                   "(once each)", words[w]);
+            rc = nbr_text_error(p, "'%s': expected per=node, per=job, network_gbytes_per_s= or "
+                                   "message_us= (once each)", words[w]);
         }
     }
+    return rc;
+}
+
+/* call start_us=S: the per-call start, >= 0 */
+static int parse_call(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
+{
+    const char *value = count == 2 ? nbr_text_keyed(words[1], "start_us") : NULL;
+    if (!value)
+        return nbr_text_error(p, "'call' takes start_us=");
+    int rc = nbr_text_double(p, value, &m->start);
+    m->start *= 1e-6;
+    if (rc == NBR_SUCCESS && !(m->start >= 0 && isfinite(m->start)))
+        rc = nbr_text_error(p, "start_us must be 0 or more");
     return rc;
 }
 
 int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t size)
 {
     nbr_text_parser_t p = nbr_text_parser(text, message, size);
-    int seen[NBR_NUM_PATHS] = {0}, header = 0, nics = 0, cores = 0, rc = NBR_SUCCESS;
+    int seen[NBR_NUM_PATHS] = {0}, header = 0, nics = 0, cores = 0, call = 0, rc = NBR_SUCCESS;
     memset(m, 0, sizeof(*m));
     for (char *line; rc == NBR_SUCCESS && (line = nbr_text_next_line(&p));) {
         char *words[8];
@@ -125,6 +146,8 @@ int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t 
                 rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth);
         } else if (strcmp(words[0], "cores") == 0) {
             rc = cores++ ? nbr_text_error(&p, "'cores' given twice") : parse_cores(&p, m, words, count);
+        } else if (strcmp(words[0], "call") == 0) {
+            rc = call++ ? nbr_text_error(&p, "'call' given twice") : parse_call(&p, m, words, count);
         } else {
             rc = nbr_text_error(&p, "unknown key '%s'", words[0]);
         }
@@ -169,8 +192,12 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
         fprintf(out, "cores %d per=%s", m->cores, m->cores_per_job ? "job" : "node");
         if (m->core_network_bandwidth > 0)
             fprintf(out, " network_gbytes_per_s=%.17g", m->core_network_bandwidth * 1e-9);
+        if (m->core_message_seconds > 0)
+            fprintf(out, " message_us=%.17g", m->core_message_seconds * 1e6);
         fputc('\n', out);
     }
+    if (m->start > 0)
+        fprintf(out, "call start_us=%.17g\n", m->start * 1e6);
     return ferror(out) ? NBR_ERR_IO : NBR_SUCCESS;
 }
 

@@ -16,7 +16,8 @@
  *   path gpu     alpha_us=8   gbytes_per_s=50
  *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
  *   nics 1 gbytes_per_s=0.118             per node, each direction
- *   cores 2 per=job network_gbytes_per_s=0.17   optional, below
+ *   cores 2 per=job network_gbytes_per_s=0.17 message_us=6   optional, below
+ *   call start_us=250                     optional, below
  *
  * Every path is required, once; gbytes_per_s is 1e9 bytes per second,
  * > 0; alpha_us >= 0. overhead_us (optional, 0 < overhead_us <= alpha_us)
@@ -32,8 +33,16 @@
  * a network message's bytes take that core time too, from the sender's
  * pool, alongside the wire. It is measured, not derived (nbr_calibrate):
  * on the emulated cluster the job's traffic between nodes tops out below
- * its interfaces' rate, more so the more messages are in flight. Without
- * the line every rank has a core of its own. '#' starts a comment. */
+ * its interfaces' rate, more so the more messages are in flight.
+ * message_us (optional) is the core time each message's hand-off takes
+ * from the sender's pool where ranks outnumber its cores: the turns the
+ * sender and the receiver need on a core to pass it, whatever its size
+ * (on the emulated 4 x 4 cluster a small collective's time grows with the
+ * messages the whole job sends, not with one rank's). Without the line
+ * every rank has a core of its own. `call start_us=S` (optional) is the
+ * per-call start: from a call's start until its last rank runs it (a
+ * barrier's release; where ranks share cores, their turns on them). Every
+ * rank's first phase starts then. '#' starts a comment. */
 #ifndef NBR_MACHINE_H
 #define NBR_MACHINE_H
 
@@ -69,6 +78,10 @@ typedef struct nbr_machine {
     int cores_per_job;    /* 1: the job's ranks share them all; 0: each node's */
     double core_network_bandwidth; /* bytes per second one core moves to the
                                     * network; 0: network bytes take no core */
+    double core_message_seconds;   /* a message's hand-off on a shared core;
+                                    * 0: none */
+    double start;                  /* seconds from a call's start until its
+                                    * last rank runs it; 0: none */
 } nbr_machine_t;
 
 /* Seconds one message of bytes takes on path, alone. */

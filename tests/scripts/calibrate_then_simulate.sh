@@ -17,6 +17,10 @@ grep -q "^name local-test$" "$work/local.machine"
 grep -q "path socket  measured" "$work/local.machine"
 grep -q "path node    measured" "$work/local.machine"
 grep -q "path network not measured" "$work/local.machine"
+# the library's small calls, timed for the per-call start and the hand-off
+grep -Eq "^#   small calls" "$work/local.machine"
+grep -Eq "^#     naive 0.3 [0-9.]+ [0-9.]+, halving 0.3 [0-9.]+ [0-9.]+, combining 0.3" "$work/local.machine"
+grep -Eq "^#   call start: [0-9.]+ us at zero messages" "$work/local.machine"
 "$build/bench/nbr_sim" --machine "$work/local.machine" --ranks 16 --ranks-per-node 16 \
     --ranks-per-socket 8 --min-bytes 1Ki --max-bytes 1Ki --algorithms naive,halving |
     tee "$work/sim.txt"

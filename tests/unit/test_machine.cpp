@@ -104,6 +104,31 @@ TEST(MachineFile, WritesWhatItReads)
         << why;
     EXPECT_EQ(back.cores_per_job, 1);
     EXPECT_DOUBLE_EQ(back.core_network_bandwidth, 2e9);
+    EXPECT_EQ(back.core_message_seconds, 0.0) << "no hand-off cost unless told";
+    EXPECT_EQ(back.start, 0.0) << "no per-call start unless told";
+    // the hand-off and the per-call start read back, in any order
+    m.core_message_seconds = 6.25e-6;
+    m.start = 187.5e-6;
+    out = open_memstream(&text, &length);
+    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
+    fclose(out);
+    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why;
+    EXPECT_NE(std::string(text).find("cores 2 per=job network_gbytes_per_s=0.1875 message_us=6.25\n"
+                                     "call start_us=187.5\n"),
+              std::string::npos)
+        << text;
+    free(text);
+    EXPECT_DOUBLE_EQ(back.core_message_seconds, 6.25e-6);
+    EXPECT_DOUBLE_EQ(back.start, 187.5e-6);
+    ASSERT_EQ(nbr_machine_parse((std::string(full) + "call start_us=0\ncores 3 message_us=2 per=job\n")
+                                    .c_str(),
+                                &back, why, sizeof why),
+              NBR_SUCCESS)
+        << why;
+    EXPECT_EQ(back.cores, 3);
+    EXPECT_EQ(back.cores_per_job, 1);
+    EXPECT_DOUBLE_EQ(back.core_message_seconds, 2e-6);
+    EXPECT_EQ(back.start, 0.0);
 }
 
 // Each broken file names the line and what is wrong with it.
@@ -146,13 +171,27 @@ TEST(MachineFile, ErrorsNameTheLine)
          "line 9: 'nics' given twice"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 0\n", "line 9: 0 outside"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=rack\n",
-         "line 9: 'per=rack': expected per=node, per=job or network_gbytes_per_s="},
+         "line 9: 'per=rack': expected per=node, per=job, network_gbytes_per_s= or message_us="},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job per=node\n",
          "line 9: 'per=node': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=0\n",
          "line 9: network_gbytes_per_s must be above 0"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 x\n",
+         "line 9: 'x': expected"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 "
+                        "message_us=1 x\n",
          "line 9: 'cores' takes a count"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_us=0\n",
+         "line 9: message_us must be above 0"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_us=1 message_us=2\n",
+         "line 9: 'message_us=2': expected"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncall start_us=-5\n", "line 9: -5: negative"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncall start_us=inf\n",
+         "line 9: start_us must be 0 or more"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncall\n", "line 9: 'call' takes start_us="},
+        {head + paths + "nics 1 gbytes_per_s=1\ncall stop_us=1\n", "line 9: 'call' takes start_us="},
+        {head + paths + "nics 1 gbytes_per_s=1\ncall start_us=1\ncall start_us=1\n",
+         "line 10: 'call' given twice"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores\n", "line 9: 'cores' takes a count"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2\ncores 2\n",
          "line 10: 'cores' given twice"},

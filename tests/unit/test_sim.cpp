@@ -222,6 +222,75 @@ TEST(Simulator, SharedCoresQueueHostBytes)
     EXPECT_NEAR(copies[1], 3 * us, 1e-12);
 }
 
+// Where ranks outnumber their cores, every message's hand-off takes core
+// time before it goes (machine.h, message_us), in a queue of its own: the
+// hand-offs wait for each other, not for another rank's byte time.
+TEST(Simulator, HandoffsTakeTurnsOnSharedCores)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
+    m.core_message_seconds = 4 * us;
+    // 0 -> 1 and 2 -> 3 inside their nodes: 1 us + 10000 B at 5 GB/s (2 us)
+    Plans p({{{{NBR_OP_SEND, 1, 10000}}},
+             {{{NBR_OP_RECV, 0, 10000}}},
+             {{{NBR_OP_SEND, 3, 10000}}},
+             {{{NBR_OP_RECV, 2, 10000}}}},
+            &two.loc);
+    Simulated own(p, &two.loc, m);
+    ASSERT_EQ(own.rc, NBR_SUCCESS) << own.message;
+    EXPECT_NEAR(own.ends[1], 3 * us, 1e-12) << "no cores line: no hand-off";
+    m.cores = 1;
+    m.cores_per_job = 1;
+    Simulated one(p, &two.loc, m);
+    ASSERT_EQ(one.rc, NBR_SUCCESS) << one.message;
+    // rank 0's hand-off 0-4 us, its bytes 4-6 us: arrives at 7 us; rank 2's
+    // hand-off waits for it (4-8 us), its bytes 8-10 us: 11 us
+    EXPECT_NEAR(one.ends[1], 7 * us, 1e-12);
+    EXPECT_NEAR(one.ends[3], 11 * us, 1e-12);
+    m.cores = 2;
+    Simulated both(p, &two.loc, m);
+    ASSERT_EQ(both.rc, NBR_SUCCESS) << both.message;
+    EXPECT_NEAR(both.ends[3], 7 * us, 1e-12) << "a core each: side by side";
+    m.cores = 4;
+    Simulated enough(p, &two.loc, m);
+    ASSERT_EQ(enough.rc, NBR_SUCCESS) << enough.message;
+    EXPECT_NEAR(enough.ends[3], 3 * us, 1e-12) << "a core per rank: no hand-off cost";
+    // rank 0 copies 100000 B (10.5 us of the one core's byte time) while
+    // rank 2 sends 1000 B to rank 1 across the network: its hand-off (4 us)
+    // does not wait for the copy, then 10 us + 1 us on the wire
+    m.cores = 1;
+    Plans c({{{{NBR_OP_COPY, -1, 100000}}},
+             {{{NBR_OP_RECV, 2, 1000}}},
+             {{{NBR_OP_SEND, 1, 1000}}},
+             {}},
+            &two.loc);
+    Simulated beside(c, &two.loc, m);
+    ASSERT_EQ(beside.rc, NBR_SUCCESS) << beside.message;
+    EXPECT_NEAR(beside.ends[0], 10.5 * us, 1e-12);
+    EXPECT_NEAR(beside.ends[1], 15 * us, 1e-12);
+}
+
+// Every rank starts at the machine's per-call start; the job's price pays
+// it once.
+TEST(Simulator, EveryRankStartsAtTheCallStart)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 4, 2);
+    Plans p({{{{NBR_OP_SEND, 1, 5000}}},
+             {{{NBR_OP_RECV, 0, 5000}}, {{NBR_OP_SEND, 2, 5000}}},
+             {{{NBR_OP_RECV, 1, 5000}}},
+             {}},
+            &two.loc);
+    m.start = 5 * us;
+    Simulated run(p, &two.loc, m);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    const double relay = (1 * us + 5000 / 5e9) + (10 * us + 5000 / 1e9);
+    EXPECT_NEAR(run.ends[2], 5 * us + relay, 1e-12) << "the relay, shifted by the start";
+    EXPECT_NEAR(run.ends[3], 5 * us, 1e-12) << "a rank with nothing to do ends at the start";
+    const double node_bytes[4] = {0, 0, 0, 0};
+    EXPECT_NEAR(nbr_sim_job_price(&m, 20 * us, node_bytes, 2), 25 * us, 1e-12);
+}
+
 // Rank 0 sends to rank 1 on its socket; rank 1 forwards to rank 2 on the
 // other node in a second phase.
 TEST(Simulator, TwoPhaseRelay)
