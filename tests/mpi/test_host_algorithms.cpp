@@ -713,6 +713,47 @@ TEST(HostShortcut, FreedCommunicatorsHandleComesBack)
     nbr_comm_release(kept);
 }
 
+// A thread remembers several communicators at once (a benchmark, or a
+// program with several halos, calls them in turn): each call finds its
+// own communicator's state, with its own data and counters, whichever
+// was called before it.
+TEST(HostShortcut, CommunicatorsCalledInTurn)
+{
+    const int me = world_rank(), n = world_size(), count = 3, rings = 12, rounds = 3;
+    std::vector<MPI_Comm> comms(rings, MPI_COMM_NULL);
+    for (int k = 0; k < rings; k++) {
+        const int shift = 1 + k % (n - 1 > 0 ? n - 1 : 1);
+        const int dest = (me + shift) % n, source = ((me - shift) % n + n) % n;
+        ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &source, MPI_UNWEIGHTED, 1,
+                                                 &dest, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                                 &comms[k]),
+                  MPI_SUCCESS);
+        attach_mpi(comms[k]);
+    }
+    std::vector<int> send(count), got(count), want(count);
+    for (int round = 0; round < rounds; round++)
+        for (int k = 0; k < rings; k++) {
+            const int shift = 1 + k % (n - 1 > 0 ? n - 1 : 1);
+            const int source = ((me - shift) % n + n) % n;
+            nbrtest::fill_ints(send, me, 100 * k + round);
+            nbrtest::fill_ints(want, source, 100 * k + round);
+            std::fill(got.begin(), got.end(), -1);
+            EXPECT_EQ(nbr_neighbor_allgather(send.data(), count, MPI_INT, got.data(), count,
+                                             MPI_INT, comms[k]),
+                      NBR_SUCCESS);
+            EXPECT_EQ(got, want) << "ring " << k << ", round " << round << ", rank " << me;
+        }
+    for (int k = 0; k < rings; k++) {
+        nbr_comm_t *state = nullptr;
+        EXPECT_EQ(nbr_comm_get(comms[k], MPI_INFO_NULL, &state), NBR_SUCCESS);
+        EXPECT_EQ(nbr_comm_find(comms[k]), state) << "ring " << k;
+        nbr_counters_t counters{};
+        EXPECT_EQ(nbr_get_counters(comms[k], &counters), NBR_SUCCESS);
+        EXPECT_EQ(counters.calls, (uint64_t)rounds) << "ring " << k << ": its own calls only";
+        MPI_Comm_free(&comms[k]);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) { return nbrtest::run_main(argc, argv, false); }
