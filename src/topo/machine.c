@@ -90,8 +90,9 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
         } else if (message && !have_message++) {
             rc = nbr_text_double(p, message, &m->core_message_seconds);
             m->core_message_seconds *= 1e-6;
-            if (rc == NBR_SUCCESS && !(m->core_message_seconds > 0))
-                rc = nbr_text_error(p, "message_us must be above 0");
+            if (rc == NBR_SUCCESS &&
+                !(m->core_message_seconds > 0 && isfinite(m->core_message_seconds)))
+                rc = nbr_text_error(p, "message_us must be finite and above 0");
         } else {
             rc = nbr_text_error(p, "'%s': expected per=node, per=job, network_gbytes_per_s= or "
                                    "message_us= (once each)", words[w]);
