@@ -213,15 +213,21 @@ static int cpu_moves_bytes(nbr_path_t path)
     return path == NBR_PATH_COPY || path == NBR_PATH_SOCKET || path == NBR_PATH_NODE;
 }
 
+/* Whether rank r shares its pool's cores with more ranks than they are. */
+static int shares_cores(const sim_t *s, int r)
+{
+    return s->cores && s->contended[cpu_pool(s, r)];
+}
+
 /* Rank r has `seconds` of CPU work from time t in a queue of its pool's
  * cores (free_from: pool * cores + core): when it starts. In a contended
  * pool that is when it gets a core (the one free soonest, first come,
  * first served); else at once. */
 static double queue_start(sim_t *s, double *queue, int r, double t, double seconds)
 {
-    int pool = cpu_pool(s, r);
-    if (!s->cores || seconds <= 0 || !s->contended[pool])
+    if (seconds <= 0 || !shares_cores(s, r))
         return t;
+    int pool = cpu_pool(s, r);
     double *free_from = &queue[(size_t)pool * (size_t)s->cores];
     int soonest = 0;
     for (int c = 1; c < s->cores; c++)
@@ -248,7 +254,7 @@ static double core_start(sim_t *s, int r, double t, double seconds)
 static double handoff_done(sim_t *s, int r, double t)
 {
     double seconds = s->in->machine->core_message_seconds;
-    if (!s->cores || seconds <= 0 || !s->contended[cpu_pool(s, r)])
+    if (seconds <= 0 || !shares_cores(s, r))
         return t; /* a core of its own: its port's overhead is all */
     return queue_start(s, s->handoff_free, r, t, seconds) + seconds;
 }
