@@ -8,14 +8,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum event_kind { EVENT_PHASE = 0, EVENT_SEND = 1 };
+enum event_kind { EVENT_PHASE = 0, EVENT_SEND = 1, EVENT_NIC = 2 };
 
-/* Something a rank does at a time: start its next phase, or issue its next
- * send once its port is free. Ties go by kind, then rank: one answer. */
+/* Something happens at a time: a rank starts its next phase, or issues its
+ * next send once its port is free, or a network interface finishes a
+ * message (`rank` is then the interface's index). Ties go by kind, then
+ * index: one answer. */
 typedef struct event {
     double time;
     int kind, rank;
 } event_t;
+
+/* Events by time, earliest first (binary heap). */
+typedef struct event_heap {
+    event_t *items;
+    int size, capacity;
+} event_heap_t;
+
+/* One direction of a network interface, shared fairly: the messages
+ * passing through it at once each get an equal part of its rate (processor
+ * sharing), as TCP connections or a NIC's queue pairs do. Its clock is the
+ * service each of them has had (`served`, seconds at the full rate), which
+ * runs at 1/k of real time while k messages share it; a message of w
+ * seconds at the full rate that enters at served = v leaves when served
+ * reaches v + w. First come, first served instead let the first message of
+ * a phase leave early and its relay start early, which halving's chains
+ * on sparse graphs do not (bench/results/2026-11-26-fair-nics). */
+typedef struct nic {
+    double served, updated; /* served, brought up to date at `updated` */
+    double wake;            /* the pending event's time; < 0: none */
+    event_heap_t flows; /* its messages: time is the served at which each
+                         * is through, rank the message (op index) */
+} nic_t;
 
 typedef struct rank_state {
     int phase;       /* the phase running (num_phases: done) */
@@ -32,15 +56,16 @@ typedef struct sim {
     double *when;      /* send: arrival time; receive: when posted; < 0: not yet */
     rank_state_t *rank;
     int *nic_of;       /* rank -> NIC index in its node */
-    double *nic_out, *nic_in; /* node * nics + nic -> free from */
-    int nics;
+    nic_t *nic; /* out: node * nics + nic; in: that + nodes * nics */
+    int nics, nic_count;
+    double *due;        /* network message: its arrival so far */
+    unsigned char *nics_left; /* network message: interfaces not yet through */
     int cores;         /* per pool; 0: every rank has a core of its own */
     double *core_free; /* pool * cores + core -> free from */
     double *handoff_free; /* the same cores' queue of message hand-offs */
     char *contended;   /* pool -> more ranks than cores */
     uint64_t *network_messages, *network_bytes; /* per sending rank */
-    event_t *heap;
-    int heap_size, heap_capacity;
+    event_heap_t events;
     nbr_sim_result_t *result;
     char *message;
     size_t message_size;
@@ -69,43 +94,47 @@ static int earlier(const event_t *a, const event_t *b)
     return a->rank < b->rank;
 }
 
-static int push(sim_t *s, double time, int kind, int rank)
+static int heap_push(event_heap_t *h, event_t e)
 {
-    if (s->heap_size == s->heap_capacity) {
-        int capacity = s->heap_capacity ? 2 * s->heap_capacity : 1024;
-        event_t *grown = realloc(s->heap, (size_t)capacity * sizeof(event_t));
+    if (h->size == h->capacity) {
+        int capacity = h->capacity ? 2 * h->capacity : 16;
+        event_t *grown = realloc(h->items, (size_t)capacity * sizeof(event_t));
         if (!grown)
             return NBR_ERR_NOMEM;
-        s->heap = grown;
-        s->heap_capacity = capacity;
+        h->items = grown;
+        h->capacity = capacity;
     }
-    int i = s->heap_size++;
-    event_t e = {time, kind, rank};
-    while (i > 0 && earlier(&e, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
+    int i = h->size++;
+    while (i > 0 && earlier(&e, &h->items[(i - 1) / 2])) {
+        h->items[i] = h->items[(i - 1) / 2];
         i = (i - 1) / 2;
     }
-    s->heap[i] = e;
+    h->items[i] = e;
     return NBR_SUCCESS;
 }
 
-static event_t pop(sim_t *s)
+static event_t heap_pop(event_heap_t *h)
 {
-    event_t top = s->heap[0], last = s->heap[--s->heap_size];
+    event_t top = h->items[0], last = h->items[--h->size];
     int i = 0;
     for (;;) {
         int child = 2 * i + 1;
-        if (child >= s->heap_size)
+        if (child >= h->size)
             break;
-        if (child + 1 < s->heap_size && earlier(&s->heap[child + 1], &s->heap[child]))
+        if (child + 1 < h->size && earlier(&h->items[child + 1], &h->items[child]))
             child++;
-        if (!earlier(&s->heap[child], &last))
+        if (!earlier(&h->items[child], &last))
             break;
-        s->heap[i] = s->heap[child];
+        h->items[i] = h->items[child];
         i = child;
     }
-    s->heap[i] = last;
+    h->items[i] = last;
     return top;
+}
+
+static int push(sim_t *s, double time, int kind, int rank)
+{
+    return heap_push(&s->events, (event_t){time, kind, rank});
 }
 
 /* ------------------------------------------------------------ paths */
@@ -152,12 +181,14 @@ static int assign_nics(sim_t *s)
     s->nics = s->in->machine->nics > 0 ? s->in->machine->nics : 1;
     int *on_node = calloc((size_t)nodes + 1, sizeof(int));
     s->nic_of = calloc((size_t)n + 1, sizeof(int));
-    s->nic_out = calloc((size_t)nodes * (size_t)s->nics + 1, sizeof(double));
-    s->nic_in = calloc((size_t)nodes * (size_t)s->nics + 1, sizeof(double));
-    if (!on_node || !s->nic_of || !s->nic_out || !s->nic_in) {
+    s->nic_count = 2 * nodes * s->nics;
+    s->nic = calloc((size_t)s->nic_count + 1, sizeof(nic_t));
+    if (!on_node || !s->nic_of || !s->nic) {
         free(on_node);
         return NBR_ERR_NOMEM;
     }
+    for (int k = 0; k < s->nic_count; k++)
+        s->nic[k].wake = -1;
     for (int r = 0; loc && r < n; r++)
         on_node[loc->node_of[r]]++;
     for (int r = 0; loc && r < n; r++)
@@ -290,6 +321,76 @@ static int complete(sim_t *s, int send, int recv)
     return rc == NBR_SUCCESS ? complete_end(s, s->ops.owner[recv], t) : rc;
 }
 
+/* ------------------------------------------------------------ network interfaces */
+
+static void nic_catch_up(nic_t *nic, double t)
+{
+    if (nic->flows.size > 0 && t > nic->updated)
+        nic->served += (t - nic->updated) / nic->flows.size;
+    if (t > nic->updated)
+        nic->updated = t;
+}
+
+/* An event when its first message is done, unless one as early is pending
+ * (a later one found pending is passed over when it comes: see nic_event). */
+static int nic_wake(sim_t *s, int k)
+{
+    nic_t *nic = &s->nic[k];
+    if (nic->flows.size == 0)
+        return NBR_SUCCESS;
+    double left = nic->flows.items[0].time - nic->served;
+    double when = nic->updated + (left > 0 ? left * nic->flows.size : 0);
+    if (nic->wake >= 0 && when >= nic->wake)
+        return NBR_SUCCESS;
+    nic->wake = when;
+    return push(s, when, EVENT_NIC, k);
+}
+
+/* Message op (w seconds of bytes at the interface's full rate) enters
+ * interface k at time t. */
+static int nic_enter(sim_t *s, int k, int op, double t, double w)
+{
+    nic_t *nic = &s->nic[k];
+    nic_catch_up(nic, t);
+    int rc = heap_push(&nic->flows, (event_t){nic->served + w, EVENT_NIC, op});
+    return rc == NBR_SUCCESS ? nic_wake(s, k) : rc;
+}
+
+/* A message is through both interfaces: it arrives a flight later (or when
+ * its sender's side says, if later), and completes once received. */
+static int nic_passed(sim_t *s, int g, double t)
+{
+    double flight = s->in->machine->path[NBR_PATH_NETWORK].alpha -
+                    nbr_path_busy_seconds(s->in->machine, NBR_PATH_NETWORK, 0);
+    if (t + flight > s->due[g])
+        s->due[g] = t + flight;
+    if (--s->nics_left[g] > 0)
+        return NBR_SUCCESS;
+    s->when[g] = s->due[g];
+    int partner = s->ops.partner[g];
+    return s->when[partner] >= 0 ? complete(s, g, partner) : NBR_SUCCESS;
+}
+
+/* Interface k's event at time t: the messages whose bytes are done leave
+ * it. An event for a time since put off (more messages came) is passed
+ * over; the earliest pending one is the one kept in wake. */
+static int nic_event(sim_t *s, int k, double t)
+{
+    nic_t *nic = &s->nic[k];
+    if (t != nic->wake)
+        return NBR_SUCCESS;
+    nic->wake = -1;
+    nic_catch_up(nic, t);
+    int rc = NBR_SUCCESS;
+    /* the relative slack absorbs rounding in served's running sum */
+    while (rc == NBR_SUCCESS && nic->flows.size > 0 &&
+           nic->flows.items[0].time <= nic->served + 1e-12 * (1 + nic->served))
+        rc = nic_passed(s, heap_pop(&nic->flows).rank, t);
+    if (nic->flows.size == 0)
+        nic->served = 0; /* idle: start the clock afresh, keeping it small */
+    return rc == NBR_SUCCESS ? nic_wake(s, k) : rc;
+}
+
 /* The phase's next send: the port, then for another node both NICs. */
 static int issue_send(sim_t *s, int r, double t)
 {
@@ -309,18 +410,15 @@ static int issue_send(sim_t *s, int r, double t)
     t = bytes_start(s, r, t, path, bytes_time);
     double arrival = t + alpha + bytes_time;
     st->port_free = t + busy;
+    int rc = NBR_SUCCESS;
+    s->result->messages[path]++;
+    s->result->bytes[path] += op->bytes;
     if (path == NBR_PATH_NETWORK) {
         const nbr_locality_t *loc = s->in->locality;
-        double *out = &s->nic_out[loc->node_of[r] * s->nics + s->nic_of[r]];
-        double *in = &s->nic_in[loc->node_of[op->peer] * s->nics + s->nic_of[op->peer]];
+        int out = loc->node_of[r] * s->nics + s->nic_of[r];
+        int in = s->nic_count / 2 + loc->node_of[op->peer] * s->nics + s->nic_of[op->peer];
         double wire = (double)op->bytes / m->nic_bandwidth;
         double sent = t + nbr_path_busy_seconds(m, path, 0), flight = alpha - (sent - t);
-        double start = sent > *out ? sent : *out; /* leaves through its NIC */
-        *out = start + wire;
-        double enter = start > *in ? start : *in; /* enters through the other's */
-        *in = enter + wire;
-        if (*in + flight > arrival)
-            arrival = *in + flight;
         /* the shared cores' time on the bytes, beside the wire (machine.h):
          * where ranks outnumber cores it caps what the whole network
          * carries (bench/results/2026-11-25-network-cores) */
@@ -332,14 +430,19 @@ static int issue_send(sim_t *s, int r, double t)
         }
         s->network_messages[r]++;
         s->network_bytes[r] += op->bytes;
+        /* its bytes share its node's interface out and the other's in from
+         * the moment it is sent; it arrives when through both (nic_passed) */
+        s->due[g] = arrival;
+        s->nics_left[g] = 2;
+        rc = nic_enter(s, out, g, sent, wire);
+        if (rc == NBR_SUCCESS)
+            rc = nic_enter(s, in, g, sent, wire);
+    } else {
+        s->when[g] = arrival;
+        int partner = s->ops.partner[g];
+        if (s->when[partner] >= 0)
+            rc = complete(s, g, partner);
     }
-    s->result->messages[path]++;
-    s->result->bytes[path] += op->bytes;
-    s->when[g] = arrival;
-    int rc = NBR_SUCCESS;
-    int partner = s->ops.partner[g];
-    if (s->when[partner] >= 0)
-        rc = complete(s, g, partner);
     if (rc == NBR_SUCCESS && st->next_send < st->phase_end)
         rc = push(s, st->port_free, EVENT_SEND, r);
     return rc;
@@ -397,9 +500,11 @@ static int run(sim_t *s)
     int n = s->in->nranks, rc = NBR_SUCCESS;
     for (int r = 0; r < n && rc == NBR_SUCCESS; r++)
         rc = push(s, s->in->machine->start, EVENT_PHASE, r);
-    while (rc == NBR_SUCCESS && s->heap_size > 0) {
-        event_t e = pop(s);
-        rc = e.kind == EVENT_PHASE ? start_phase(s, e.rank, e.time) : issue_send(s, e.rank, e.time);
+    while (rc == NBR_SUCCESS && s->events.size > 0) {
+        event_t e = heap_pop(&s->events);
+        rc = e.kind == EVENT_PHASE  ? start_phase(s, e.rank, e.time)
+             : e.kind == EVENT_SEND ? issue_send(s, e.rank, e.time)
+                                    : nic_event(s, e.rank, e.time);
     }
     for (int r = 0; rc == NBR_SUCCESS && r < n; r++)
         if (s->rank[r].phase < s->in->plans[r].num_phases)
@@ -424,8 +529,11 @@ int nbr_simulate(const nbr_sim_input_t *in, nbr_sim_result_t *result, double *ra
         s.rank = calloc((size_t)n + 1, sizeof(rank_state_t));
         s.network_messages = calloc((size_t)n + 1, sizeof(uint64_t));
         s.network_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
-        rc = s.when && s.rank && s.network_messages && s.network_bytes ? assign_nics(&s)
-                                                                        : NBR_ERR_NOMEM;
+        s.due = malloc(((size_t)s.ops.total + 1) * sizeof(double));
+        s.nics_left = malloc((size_t)s.ops.total + 1);
+        rc = s.when && s.rank && s.network_messages && s.network_bytes && s.due && s.nics_left
+                 ? assign_nics(&s)
+                 : NBR_ERR_NOMEM;
         if (rc == NBR_SUCCESS)
             rc = assign_cores(&s);
     }
@@ -457,14 +565,17 @@ int nbr_simulate(const nbr_sim_input_t *in, nbr_sim_result_t *result, double *ra
     free(s.when);
     free(s.rank);
     free(s.nic_of);
-    free(s.nic_out);
-    free(s.nic_in);
+    for (int k = 0; s.nic && k < s.nic_count; k++)
+        free(s.nic[k].flows.items);
+    free(s.nic);
+    free(s.due);
+    free(s.nics_left);
     free(s.core_free);
     free(s.handoff_free);
     free(s.contended);
     free(s.network_messages);
     free(s.network_bytes);
-    free(s.heap);
+    free(s.events.items);
     return rc;
 }
 

@@ -2,7 +2,8 @@
  * for algorithm selection. Where the node model (topology.h) says what a
  * node has, this says how fast it goes: for every path between two ranks
  * a per-message start-up (alpha) and a bandwidth, and the network
- * interfaces the ranks of a node share.
+ * interfaces the ranks of a node share (each direction's bandwidth split
+ * equally among the messages passing through it at once: plan/sim.c).
  *
  * Text files (stored ones are the .machine files in topo/, nbr_calibrate writes
  * one for the machine it runs on):

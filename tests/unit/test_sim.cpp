@@ -132,7 +132,7 @@ TEST(Simulator, PathsByPlace)
 }
 
 // Four ranks of node 0 each send 1 MB to their partner on node 1 at once:
-// one NIC per node carries them one after the other.
+// one NIC per node shares its rate among them.
 TEST(Simulator, ContendedNodeLink)
 {
     nbr_machine_t m = test_machine();
@@ -145,18 +145,70 @@ TEST(Simulator, ContendedNodeLink)
     Plans p(phases, &two.loc);
     Simulated run(p, &two.loc, m);
     ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
-    // each rank's own port: 10 us + 1 ms; the NIC serialises 4 ms of bytes
-    // after the first start-up: the last arrives at 10 us + 4 ms
+    // each rank's own port: 10 us + 1 ms; the NIC carries 4 ms of bytes
+    // after the start-up, a quarter of its rate to each: all four arrive
+    // at 10 us + 4 ms (first come, first served would have let the first
+    // arrive at 10 us + 1 ms)
     EXPECT_NEAR(run.result.seconds, 10 * us + 4e-3, 1e-9);
-    std::vector<double> ends(run.ends.begin(), run.ends.begin() + 4);
-    std::sort(ends.begin(), ends.end());
-    for (int k = 0; k < 4; k++)
-        EXPECT_NEAR(ends[k], 10 * us + (k + 1) * 1e-3, 1e-9) << k;
+    for (int k = 0; k < 8; k++)
+        EXPECT_NEAR(run.ends[k], 10 * us + 4e-3, 1e-9) << k;
     // two NICs per node: two streams at once, 2 ms
     m.nics = 2;
     Simulated two_nics(p, &two.loc, m);
     ASSERT_EQ(two_nics.rc, NBR_SUCCESS);
     EXPECT_NEAR(two_nics.result.seconds, 10 * us + 2e-3, 1e-9);
+}
+
+// A NIC shares its rate fairly among the messages in it: a short one is
+// not held behind a long one, and each side's interface counts, out and in.
+TEST(Simulator, InterfacesShareTheirRateFairly)
+{
+    nbr_machine_t m = test_machine();
+    Machine three(nullptr, 6, 2); // nodes {0, 1}, {2, 3}, {4, 5}
+    // 0 -> 2 (1 MB) and 1 -> 3 (250 kB) at once, out of node 0: half the
+    // rate each until the short one is done at 0.5 ms, then the long one
+    // alone: 1 MB in 1.25 ms
+    Plans p({{{{NBR_OP_SEND, 2, 1000000}}},
+             {{{NBR_OP_SEND, 3, 250000}}},
+             {{{NBR_OP_RECV, 0, 1000000}}},
+             {{{NBR_OP_RECV, 1, 250000}}},
+             {},
+             {}},
+            &three.loc);
+    Simulated run(p, &three.loc, m);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    EXPECT_NEAR(run.ends[3], 10 * us + 0.5e-3, 1e-9);
+    EXPECT_NEAR(run.ends[2], 10 * us + 1.25e-3, 1e-9);
+    // 0 -> 4 and 2 -> 5 (1 MB each), out of two nodes into one: node 2's
+    // interface in carries both, 2 ms
+    Plans q({{{{NBR_OP_SEND, 4, 1000000}}},
+             {},
+             {{{NBR_OP_SEND, 5, 1000000}}},
+             {},
+             {{{NBR_OP_RECV, 0, 1000000}}},
+             {{{NBR_OP_RECV, 2, 1000000}}}},
+            &three.loc);
+    Simulated into_one(q, &three.loc, m);
+    ASSERT_EQ(into_one.rc, NBR_SUCCESS) << into_one.message;
+    EXPECT_NEAR(into_one.ends[4], 10 * us + 2e-3, 1e-9);
+    EXPECT_NEAR(into_one.ends[5], 10 * us + 2e-3, 1e-9);
+    // a message that comes later takes its share from then on: 1 -> 3
+    // (1 MB) is sent after a local copy of 5 MB (0.5 us + 500 us), at
+    // 510.5 us; 0 -> 2 (1 MB, sent at 10 us) has had 500.5 us alone and
+    // needs 499.5 us more at half the rate: it arrives at 1509.5 us; the
+    // other has then had 499.5 us and ends alone at 2010 us (2 ms of bytes
+    // from 10 us)
+    Plans r({{{{NBR_OP_SEND, 2, 1000000}}},
+             {{{NBR_OP_COPY, -1, 5000000}}, {{NBR_OP_SEND, 3, 1000000}}},
+             {{{NBR_OP_RECV, 0, 1000000}}},
+             {{{NBR_OP_RECV, 1, 1000000}}},
+             {},
+             {}},
+            &three.loc);
+    Simulated later(r, &three.loc, m);
+    ASSERT_EQ(later.rc, NBR_SUCCESS) << later.message;
+    EXPECT_NEAR(later.ends[2], 1509.5 * us, 1e-9);
+    EXPECT_NEAR(later.ends[3], 2010 * us, 1e-9);
 }
 
 // Host-memory bytes (messages inside a node, local copies) wait for a free
@@ -197,8 +249,8 @@ TEST(Simulator, SharedCoresQueueHostBytes)
              {{{NBR_OP_RECV, 1, 1000}}}},
             &two.loc);
     std::vector<double> net = ends(q);
-    EXPECT_NEAR(net[2], 11 * us, 1e-12); // 10 us + 1 us on the wire
-    EXPECT_NEAR(net[3], 12 * us, 1e-12); // behind it on the shared NIC only
+    EXPECT_NEAR(net[2], 12 * us, 1e-12); // 10 us + 2 x 1 us on the shared NIC only
+    EXPECT_NEAR(net[3], 12 * us, 1e-12);
     // unless the cores move network bytes too: 1000 B at 0.05 GB/s is 20 us
     // of the job's one core, rank 1's after rank 0's (no flight time left:
     // without overhead_us the start-up is all the sender's)
