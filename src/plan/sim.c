@@ -282,12 +282,31 @@ static double core_start(sim_t *s, int r, double t, double seconds)
  * ranks, so a turn of a few microseconds does not wait out another rank's
  * milliseconds of copying (one queue for both priced the emulated 4 x 4
  * cluster's grid from 256 KiB up worse: 183 of 225 within 25 %, not 210). */
+static int hands_off(const sim_t *s, int r)
+{
+    return s->in->machine->core_message_seconds > 0 && shares_cores(s, r);
+}
+
 static double handoff_done(sim_t *s, int r, double t)
 {
     double seconds = s->in->machine->core_message_seconds;
-    if (seconds <= 0 || !shares_cores(s, r))
+    if (!hands_off(s, r))
         return t; /* a core of its own: its port's overhead is all */
     return queue_start(s, s->handoff_free, r, t, seconds) + seconds;
+}
+
+/* Seconds a send from rank r holds its port before its bytes: the path's
+ * start-up overhead, except where r hands its messages off on shared
+ * cores. There the hand-off, measured with every rank at work, is that
+ * CPU time, and the overhead nbr_calibrate measures on one pair while the
+ * other ranks wait would count it again on every sender's port: it made
+ * naive's busiest rank on RSG 0.2 pay 6 network overheads of 30-41 us in
+ * a row, and halving predicted 1.3x faster than naive at 16 B where it
+ * measured 0.82-0.91x on three days' grids (bench/results/2026-11-26-fair-nics).
+ * The whole start-up is then flight. */
+static double send_overhead(const sim_t *s, int r, nbr_path_t path)
+{
+    return hands_off(s, r) ? 0 : nbr_path_busy_seconds(s->in->machine, path, 0);
 }
 
 /* Rank r has `seconds` of bytes to move on path from time t: when it
@@ -361,7 +380,7 @@ static int nic_enter(sim_t *s, int k, int op, double t, double w)
 static int nic_passed(sim_t *s, int g, double t)
 {
     double flight = s->in->machine->path[NBR_PATH_NETWORK].alpha -
-                    nbr_path_busy_seconds(s->in->machine, NBR_PATH_NETWORK, 0);
+                    send_overhead(s, s->ops.owner[g], NBR_PATH_NETWORK);
     if (t + flight > s->due[g])
         s->due[g] = t + flight;
     if (--s->nics_left[g] > 0)
@@ -405,7 +424,7 @@ static int issue_send(sim_t *s, int r, double t)
     const nbr_machine_t *m = s->in->machine;
     nbr_path_t path = nbr_sim_path(s->in, r, op->peer);
     double alpha = m->path[path].alpha, bytes_time = (double)op->bytes / path_bandwidth(s->in, path, r, op->peer);
-    double busy = nbr_path_busy_seconds(m, path, 0) + bytes_time; /* the port, see machine.h */
+    double overhead = send_overhead(s, r, path), busy = overhead + bytes_time; /* the port */
     t = handoff_done(s, r, t);
     t = bytes_start(s, r, t, path, bytes_time);
     double arrival = t + alpha + bytes_time;
@@ -418,7 +437,7 @@ static int issue_send(sim_t *s, int r, double t)
         int out = loc->node_of[r] * s->nics + s->nic_of[r];
         int in = s->nic_count / 2 + loc->node_of[op->peer] * s->nics + s->nic_of[op->peer];
         double wire = (double)op->bytes / m->nic_bandwidth;
-        double sent = t + nbr_path_busy_seconds(m, path, 0), flight = alpha - (sent - t);
+        double sent = t + overhead, flight = alpha - overhead;
         /* the shared cores' time on the bytes, beside the wire (machine.h):
          * where ranks outnumber cores it caps what the whole network
          * carries (bench/results/2026-11-25-network-cores) */

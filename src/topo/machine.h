@@ -39,8 +39,11 @@
  * from the sender's pool where ranks outnumber its cores: the turns the
  * sender and the receiver need on a core to pass it, whatever its size
  * (on the emulated 4 x 4 cluster a small collective's time grows with the
- * messages the whole job sends, not with one rank's). Without the line
- * every rank has a core of its own. `call start_us=S` (optional) is the
+ * messages the whole job sends, not with one rank's). A rank that hands
+ * off holds its port for a message's bytes only: the hand-off is the CPU
+ * time that overhead_us stands for where it has a core of its own, and
+ * its whole alpha is flight. Without the line every rank has a core of its
+ * own. `call start_us=S` (optional) is the
  * per-call start: from a call's start until its last rank runs it (a
  * barrier's release; where ranks share cores, their turns on them). Every
  * rank's first phase starts then. '#' starts a comment. */

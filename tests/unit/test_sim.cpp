@@ -320,6 +320,26 @@ TEST(Simulator, HandoffsTakeTurnsOnSharedCores)
     ASSERT_EQ(beside.rc, NBR_SUCCESS) << beside.message;
     EXPECT_NEAR(beside.ends[0], 10.5 * us, 1e-12);
     EXPECT_NEAR(beside.ends[1], 15 * us, 1e-12);
+    // a sender handing its messages off holds its port for their bytes
+    // alone, the hand-off being the CPU time a start-up's overhead stands
+    // for elsewhere: rank 2 sends 1000 B to rank 0, then to rank 1. The
+    // first: hand-off 0-4 us, 1 us on the port and the wire, 10 us of
+    // flight: 15 us. The second: hand-off 5-9 us, arrives at 20 us (held
+    // for the whole 10 us start-up, it would have waited until 15 us)
+    Plans two_sends({{{{NBR_OP_RECV, 2, 1000}}},
+                     {{{NBR_OP_RECV, 2, 1000}}},
+                     {{{NBR_OP_SEND, 0, 1000}, {NBR_OP_SEND, 1, 1000}}},
+                     {}},
+                    &two.loc);
+    Simulated handed(two_sends, &two.loc, m);
+    ASSERT_EQ(handed.rc, NBR_SUCCESS) << handed.message;
+    EXPECT_NEAR(handed.ends[0], 15 * us, 1e-12);
+    EXPECT_NEAR(handed.ends[1], 20 * us, 1e-12);
+    m.cores = 4; // a core per rank: no hand-off, the start-up holds the port
+    Simulated held(two_sends, &two.loc, m);
+    ASSERT_EQ(held.rc, NBR_SUCCESS) << held.message;
+    EXPECT_NEAR(held.ends[0], 11 * us, 1e-12);
+    EXPECT_NEAR(held.ends[1], 22 * us, 1e-12);
 }
 
 // Every rank starts at the machine's per-call start; the job's price pays
