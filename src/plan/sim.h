@@ -16,12 +16,12 @@
  *   - A message between nodes also crosses the sending node's network
  *     interface, then the receiving node's (each rank uses NIC
  *     gpu * nics / gpus of its node, or local rank * nics / ranks without
- *     GPUs). Each direction of an interface carries one message at a time,
- *     in the order they reach it, at the interface's bandwidth; a message
- *     may leave while another is still entering its destination (the two
- *     queues are independent). This is where contention comes from: 16
- *     ranks sending out of one node share its bandwidth, and so do 16
- *     senders to one node.
+ *     GPUs). Each direction of an interface shares its bandwidth equally
+ *     among the messages in it at once (processor sharing); a message
+ *     enters both when sent and arrives, a flight later, once through
+ *     both (the two directions are independent). This is where contention
+ *     comes from: 16 ranks sending out of one node share its bandwidth,
+ *     and so do 16 senders to one node.
  *   - A message completes, on both ends, when it has arrived and its
  *     receive was posted (MPI's matching: the i-th send on a channel with
  *     the i-th receive).
@@ -32,7 +32,8 @@
  *     the byte time of host memory (and of network bytes, at the cores'
  *     rate) waits for a core, first come, first served, and so does each
  *     message's hand-off (message_us) before the send, in a queue of its
- *     own over the same cores.
+ *     own over the same cores. A rank that hands off holds its port for a
+ *     message's bytes only: the hand-off stands for the overhead.
  *   - Paths: same rank: copy (device when buffers are on GPUs); same
  *     socket / other socket of a node: socket / node for host buffers, gpu
  *     for device buffers (with the node model's GPU pair bandwidth where
