@@ -17,7 +17,7 @@ CONFIGS="cluster,node"
 PATTERNS="rsg:0.05,rsg:0.2,rsg:0.4,rsg:0.7,moore:2:1,moore:2:2,moore:3:1"
 MIN=16 MAX=16Mi TINY=1Ki SPLIT=64Ki MAXMEM=640Mi
 # warm-up: nbr_bench adds auto's trial calls itself (nbr_comm_trial_pending)
-ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 NODE_ITERS_LARGE=25 WARMUP=5
+ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 NODE_ITERS_LARGE=25 WARMUP=5 BLOCK=1
 ALGS=mpi,naive,halving,combining,leader,auto
 CLUSTER_MACHINE=calibrate
 NODE_MACHINE=default
@@ -44,6 +44,9 @@ Usage: bench/grid.sh --out DIR [options]
                      single calls there spread by 2x, so 7 rounds leave
                      medians 10-15 % apart between two runs of one
                      call [$NODE_ITERS_LARGE]
+  --block K          nbr_bench --block: each round times K calls of an
+                     algorithm in a row (as a program calls it), not one
+                     call each [$BLOCK]
   --algorithms LIST  [$ALGS]
   --max-mem B        nbr_bench skips sizes needing more buffer memory per
                      rank (16 ranks share this machine's memory) [$MAXMEM]
@@ -82,6 +85,7 @@ while (($#)); do
     --iters-large) ITERS_LARGE=$2; shift 2 ;;
     --node-iters-large) NODE_ITERS_LARGE=$2; shift 2 ;;
     --warmup) WARMUP=$2; shift 2 ;;
+    --block) BLOCK=$2; shift 2 ;;
     --algorithms) ALGS=$2; shift 2 ;;
     --max-mem) MAXMEM=$2; shift 2 ;;
     --cluster-machine) CLUSTER_MACHINE=$2; shift 2 ;;
@@ -150,7 +154,8 @@ bench() {
   launch_of "$name"
   [[ -n $machine && $machine != default ]] && env=(env "NBR_MACHINE=$machine")
   local -a cmd=("${env[@]}" "${launch[@]}" "$BUILD/bench/nbr_bench" "$@"
-    --algorithms "$ALGS" --step 4 --warmup "$WARMUP" --max-mem "$MAXMEM" --csv "$csv")
+    --algorithms "$ALGS" --step 4 --warmup "$WARMUP" --block "$BLOCK" --max-mem "$MAXMEM"
+    --csv "$csv")
   echo "grid: ${cmd[*]}" | tee "$log"
   # stdin from nowhere: mpirun forwards its stdin to rank 0
   "${cmd[@]}" </dev/null >>"$log" 2>&1 || { echo "grid: failed, see $log" >&2; exit 1; }

@@ -115,7 +115,7 @@ static int bench_size(bench_t *b, uint64_t bytes)
     for (int a = 0; a < o->algs.n && ok; a++)
         ok = check_one(b, a, &L);
     if (ok) {
-        bh_time_interleaved(b->algs, o->algs.n, &L, o->warmup, o->iters,
+        bh_time_interleaved(b->algs, o->algs.n, &L, o->warmup, o->iters, o->block,
                             b->samples);
         for (int a = 0; a < o->algs.n; a++)
             measure_one(b, a, &L, recv_max, &res[a]);

@@ -184,6 +184,7 @@ void bh_options_default(bh_options_t *o)
     o->size_factor = 2;
     o->warmup = 3;
     o->iters = 20;
+    o->block = 1;
     strcpy(o->algs.names[0], "mpi");
     strcpy(o->algs.names[1], "naive");
     o->algs.n = 2;
@@ -213,6 +214,10 @@ void bh_print_usage(FILE *f)
         "  --step F                 sizes grow by this factor: 2, 4, 8, 16 [2]\n"
         "  --warmup N               untimed calls per size and algorithm [3]\n"
         "  --iters N                timed calls per size and algorithm [20]\n"
+        "  --block K                each round times K calls of an algorithm in\n"
+        "                           a row, as a program calls one collective\n"
+        "                           again and again; 1: one call each, the\n"
+        "                           algorithms shuffled call by call [1]\n"
         "  --algorithms A,B,...     'mpi' = the MPI library's own collective,\n"
         "                           called directly (nbrcoll's mpi algorithm\n"
         "                           makes the same call, auto's baseline);\n"
@@ -320,6 +325,9 @@ static int apply_option(const char *name, const char *val, void *ctx,
     } else if ((run = bh_run_option(name, val, &o->warmup, &o->iters,
                                     &o->locality)) <= 0) {
         bad = run < 0;
+    } else if (strcmp(name, "block") == 0) {
+        bad = bh_parse_long(val, 1, 1000000, &l);
+        o->block = (int)l;
     } else if (strcmp(name, "algorithms") == 0) {
         return bh_parse_algorithms(val, &o->algs, err, errlen);
     } else if (strcmp(name, "csv") == 0) {

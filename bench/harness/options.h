@@ -70,6 +70,7 @@ typedef struct bh_options {
     int size_factor; /* each size is the last one times this */
     int warmup;
     int iters;
+    int block; /* timed calls of one algorithm in a row (bh_time_interleaved) */
     bh_alg_list_t algs;
     bh_locality_t locality;
     const char *csv_path; /* NULL: no CSV */

@@ -52,7 +52,7 @@ double bh_time_one_call(const bh_alg_t *a, bh_layout_t *L)
 }
 
 void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
-                         int warmup, int iters, double *samples)
+                         int warmup, int iters, int block, double *samples)
 {
     for (int a = 0; a < nalgs; a++) {
         for (int w = 0; w < warmup; w++)
@@ -80,14 +80,22 @@ void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
      * last place). A rotating order moved every algorithm through every
      * place but kept its predecessor (auto always after leader, mpi after
      * auto); a shuffle pairs each with every other
-     * (bench/results/2026-11-26-bench-order). */
+     * (bench/results/2026-11-26-bench-order). With block > 1 an algorithm's
+     * calls run in a row: on one node of 8, halving's time against MPI's
+     * call on Moore d2 r2 at 256 KiB depended on how many other plans ran
+     * in the rounds, for longer than one call (2 timed: 1.11-1.18x, 6:
+     * 0.86-0.94x; each alone 1.08-1.16x, bench/results/2026-11-26-fair-nics),
+     * where a program calling one collective sees it in its own state. */
     int order[BH_MAX_ALGS];
     uint64_t seed = 0x6e6272636f6c6cULL;
-    for (int it = 0; it < iters; it++) {
+    if (block < 1)
+        block = 1;
+    for (int it = 0; it < iters; it += block) {
         shuffle(order, nalgs, &seed);
         for (int k = 0; k < nalgs; k++) {
             int a = order[k];
-            samples[a * iters + it] = bh_time_one_call(&algs[a], L);
+            for (int j = it; j < it + block && j < iters; j++)
+                samples[a * iters + j] = bh_time_one_call(&algs[a], L);
         }
     }
 }

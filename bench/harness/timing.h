@@ -19,12 +19,12 @@ void bh_summarize(double *samples, int n, bh_stats_t *s);
 double bh_time_one_call(const bh_alg_t *a, bh_layout_t *L);
 
 /* warmup calls of every algorithm (then its nbrcoll counters are reset, so
- * they count the timed calls only), then iters rounds of one call of each
- * algorithm in turn, starting one algorithm later each round: noise that
- * drifts over the run (a shared, oversubscribed machine) and what a call
- * leaves behind for the next hit every algorithm alike.
- * samples[a * iters + it], seconds. Collective. */
+ * they count the timed calls only), then rounds of block timed calls of
+ * each algorithm in a row, the algorithms in a fresh order each round,
+ * until each has iters: noise that drifts over the run (a shared,
+ * oversubscribed machine) and what a call leaves behind for the next hit
+ * every algorithm alike. samples[a * iters + it], seconds. Collective. */
 void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
-                         int warmup, int iters, double *samples);
+                         int warmup, int iters, int block, double *samples);
 
 #endif
