@@ -276,17 +276,18 @@ static double core_start(sim_t *s, int r, double t, double seconds)
     return queue_start(s, s->core_free, r, t, seconds);
 }
 
-/* A message's hand-off (machine.h, message_us): when rank r's send from
- * time t may go. Hand-offs share the cores with each other in a queue of
- * their own, not behind the byte time: the kernel slices a core between
- * ranks, so a turn of a few microseconds does not wait out another rank's
- * milliseconds of copying (one queue for both priced the emulated 4 x 4
- * cluster's grid from 256 KiB up worse: 183 of 225 within 25 %, not 210). */
+/* Whether rank r's messages take a hand-off (machine.h, message_us). */
 static int hands_off(const sim_t *s, int r)
 {
     return s->in->machine->core_message_seconds > 0 && shares_cores(s, r);
 }
 
+/* A message's hand-off: when rank r's send from time t may go. Hand-offs
+ * share the cores with each other in a queue of their own, not behind the
+ * byte time: the kernel slices a core between ranks, so a turn of a few
+ * microseconds does not wait out another rank's milliseconds of copying
+ * (one queue for both priced the emulated 4 x 4 cluster's grid from 256
+ * KiB up worse: 183 of 225 within 25 %, not 210). */
 static double handoff_done(sim_t *s, int r, double t)
 {
     double seconds = s->in->machine->core_message_seconds;
@@ -307,6 +308,12 @@ static double handoff_done(sim_t *s, int r, double t)
 static double send_overhead(const sim_t *s, int r, nbr_path_t path)
 {
     return hands_off(s, r) ? 0 : nbr_path_busy_seconds(s->in->machine, path, 0);
+}
+
+/* The rest of the start-up: latency in flight after the sender let go. */
+static double flight_seconds(const sim_t *s, int r, nbr_path_t path)
+{
+    return s->in->machine->path[path].alpha - send_overhead(s, r, path);
 }
 
 /* Rank r has `seconds` of bytes to move on path from time t: when it
@@ -379,8 +386,7 @@ static int nic_enter(sim_t *s, int k, int op, double t, double w)
  * its sender's side says, if later), and completes once received. */
 static int nic_passed(sim_t *s, int g, double t)
 {
-    double flight = s->in->machine->path[NBR_PATH_NETWORK].alpha -
-                    send_overhead(s, s->ops.owner[g], NBR_PATH_NETWORK);
+    double flight = flight_seconds(s, s->ops.owner[g], NBR_PATH_NETWORK);
     if (t + flight > s->due[g])
         s->due[g] = t + flight;
     if (--s->nics_left[g] > 0)
@@ -437,7 +443,7 @@ static int issue_send(sim_t *s, int r, double t)
         int out = loc->node_of[r] * s->nics + s->nic_of[r];
         int in = s->nic_count / 2 + loc->node_of[op->peer] * s->nics + s->nic_of[op->peer];
         double wire = (double)op->bytes / m->nic_bandwidth;
-        double sent = t + overhead, flight = alpha - overhead;
+        double sent = t + overhead, flight = flight_seconds(s, r, path);
         /* the shared cores' time on the bytes, beside the wire (machine.h):
          * where ranks outnumber cores it caps what the whole network
          * carries (bench/results/2026-11-25-network-cores) */
