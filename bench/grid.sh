@@ -17,7 +17,13 @@ CONFIGS="cluster,node"
 PATTERNS="rsg:0.05,rsg:0.2,rsg:0.4,rsg:0.7,moore:2:1,moore:2:2,moore:3:1"
 MIN=16 MAX=16Mi TINY=1Ki SPLIT=64Ki MAXMEM=640Mi
 # warm-up: nbr_bench adds auto's trial calls itself (nbr_comm_trial_pending)
-ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 NODE_ITERS_LARGE=25 WARMUP=5 BLOCK=1
+ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 NODE_ITERS_LARGE=25 WARMUP=5
+# Blocks of 5 calls of one algorithm in a row, as a program calls its
+# collective, algorithms still taking turns block by block. One call each
+# measured what the other plans' calls leave behind: on one node of 8,
+# halving ran 0.86-0.94x of MPI's call with all six timed in turns and
+# 1.08-1.16x alone (bench/results/2026-11-26-fair-nics/README.md).
+BLOCK=5
 ALGS=mpi,naive,halving,combining,leader,auto
 CLUSTER_MACHINE=calibrate
 NODE_MACHINE=default
@@ -45,7 +51,7 @@ Usage: bench/grid.sh --out DIR [options]
                      medians 10-15 % apart between two runs of one
                      call [$NODE_ITERS_LARGE]
   --block K          nbr_bench --block: each round times K calls of an
-                     algorithm in a row (as a program calls it), not one
+                     algorithm in a row (as a program calls it); 1: one
                      call each [$BLOCK]
   --algorithms LIST  [$ALGS]
   --max-mem B        nbr_bench skips sizes needing more buffer memory per
