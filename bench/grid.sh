@@ -178,7 +178,8 @@ run_config() {
     machine=$OUT/$name.machine
     local -a cal=("${launch[@]}" "$BUILD/bench/nbr_calibrate" --name "grid-$name"
       --max-bytes 16Mi --sweep 1 --output "$machine")
-    [[ $name == cluster ]] && cal+=(--link-gbit 1)
+    # local-cluster.sh's links: 1 Gbit/s, a bucket of 1 ms of that (125 kB)
+    [[ $name == cluster ]] && cal+=(--link-gbit 1 --link-burst-bytes 125000)
     echo "grid: ${cal[*]}" | tee "$OUT/$name-calibrate.txt"
     "${cal[@]}" >>"$OUT/$name-calibrate.txt" 2>&1 ||
       { echo "grid: calibration failed, see $OUT/$name-calibrate.txt" >&2; exit 1; }

@@ -31,11 +31,17 @@
  *
  *   mpirun -np N nbr_calibrate [--output FILE] [--name NAME] [--base FILE]
  *          [--ranks-per-socket S] [--max-bytes B] [--sweep]
- *          [--link-gbit G --link-delay-us D]
+ *          [--link-gbit G --link-delay-us D] [--link-burst-bytes B]
+ *          [--eager-bytes E]
  *
  * --sweep prints every size's measured one-way time next to what the fitted
  * parameters predict; with --link-gbit it also prints what the configured
  * link (rate and one-way delay, as given to the emulated cluster) allows.
+ * --link-burst-bytes is what a shaper on the links passes at once (the
+ * emulated cluster's bucket), written as the interfaces' burst_bytes.
+ * Where the cores' network rate is written, eager_bytes goes with it: the
+ * largest message the MPI library sends eagerly, --eager-bytes or else
+ * Open MPI's btl_tcp_eager_limit (read through MPI_T) less its headers.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "harness/common.h"
@@ -62,6 +68,7 @@ typedef struct options {
     uint64_t max_bytes;
     int sweep;
     double link_gbit, link_delay_us;
+    long link_burst, eager; /* eager < 0: read it through MPI_T */
 } options_t;
 
 static int apply(const char *name, const char *val, void *ctx, char *err, size_t errlen)
@@ -87,6 +94,10 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
         bad = (o->link_gbit = atof(val)) <= 0;
     else if (!strcmp(name, "link-delay-us"))
         bad = (o->link_delay_us = atof(val)) < 0;
+    else if (!strcmp(name, "link-burst-bytes"))
+        bad = bh_parse_long(val, 0, 1 << 30, &o->link_burst);
+    else if (!strcmp(name, "eager-bytes"))
+        bad = bh_parse_long(val, 0, 1 << 30, &o->eager);
     else {
         snprintf(err, errlen, "unknown option '--%s'", name);
         return -1;
@@ -471,13 +482,55 @@ static void host_cores(const int *node_of, int n, int nodes, int *cores, int *pe
     *pool_ranks = ranks;
 }
 
+/* Open MPI's TCP eager limit less its headers (a few tens of bytes are
+ * counted against the limit): the largest message it sends eagerly
+ * between nodes, or 0 where the MPI library has no such variable. */
+static long tcp_eager_bytes(void)
+{
+    int provided = 0, num = 0;
+    long limit = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return 0;
+    if (MPI_T_cvar_get_num(&num) != MPI_SUCCESS)
+        num = 0;
+    for (int i = 0; i < num && !limit; i++) {
+        char name[256], desc[8];
+        int name_len = sizeof name, desc_len = sizeof desc, verbosity, bind, scope, count;
+        MPI_Datatype type;
+        MPI_T_enum values;
+        MPI_T_cvar_handle handle;
+        if (MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &values, desc, &desc_len,
+                                &bind, &scope) != MPI_SUCCESS ||
+            strcmp(name, "btl_tcp_eager_limit") != 0 ||
+            MPI_T_cvar_handle_alloc(i, NULL, &handle, &count) != MPI_SUCCESS)
+            continue;
+        union {
+            int i;
+            unsigned u;
+            unsigned long ul;
+            unsigned long long ull;
+        } value = {0};
+        if (count == 1 && MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) {
+            unsigned long long v = type == MPI_INT                  ? (unsigned long long)value.i
+                                   : type == MPI_UNSIGNED           ? value.u
+                                   : type == MPI_UNSIGNED_LONG      ? value.ul
+                                   : type == MPI_UNSIGNED_LONG_LONG ? value.ull
+                                                                    : 0;
+            limit = v > 64 && v < (1ULL << 30) ? (long)v - 64 : 0;
+        }
+        MPI_T_cvar_handle_free(&handle);
+    }
+    MPI_T_finalize();
+    return limit;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int me, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    options_t o = {.name = "calibrated", .max_bytes = 16 * BH_MIB};
+    options_t o = {.name = "calibrated", .max_bytes = 16 * BH_MIB, .eager = -1};
     char err[256] = "";
     bh_set_progname("nbr_calibrate");
     int parsed = bh_parse_argv(argc, argv, apply, &o, err, sizeof err);
@@ -487,7 +540,8 @@ int main(int argc, char **argv)
         if (me == 0)
             fprintf(stderr, "usage: mpirun -np N nbr_calibrate [--output FILE] [--name NAME] "
                             "[--base FILE] [--ranks-per-socket S] [--max-bytes B] [--sweep 1] "
-                            "[--link-gbit G --link-delay-us D]\n");
+                            "[--link-gbit G --link-delay-us D] [--link-burst-bytes B] "
+                            "[--eager-bytes E]\n");
         MPI_Finalize();
         return parsed < 0 ? BH_EXIT_USAGE : 0;
     }
@@ -593,6 +647,7 @@ int main(int argc, char **argv)
             m.path[NBR_PATH_NETWORK] = (nbr_path_cost_t){network.alpha, network.bandwidth, network.overhead};
             m.nics = 1;
             m.nic_bandwidth = nic;
+            m.nic_burst = (double)o.link_burst;
             how[NBR_PATH_NETWORK] = measured;
         } else if (!from_base) {
             m.path[NBR_PATH_NETWORK] = m.path[NBR_PATH_SOCKET];
@@ -608,8 +663,13 @@ int main(int argc, char **argv)
          * it back grows with the messages in flight, so the exchange has
          * many.) */
         int capped = exchange > 0 && nic > 0 && exchange < EXCHANGE_CAPPED * nodes * nic;
-        if (capped)
+        /* that exchange sends by rendezvous (1 MiB blocks); eager messages
+         * and a link's burst are not held back so (machine.h) */
+        long eager = o.eager >= 0 ? o.eager : tcp_eager_bytes();
+        if (capped) {
             m.core_network_bandwidth = exchange / (cores_per_job ? cores : (double)cores * nodes);
+            m.core_network_eager = (size_t)eager;
+        }
         if (!from_base) { /* no GPU measured here: host copies stand in */
             m.path[NBR_PATH_DEVICE] = m.path[NBR_PATH_COPY];
             m.path[NBR_PATH_GPU] = m.path[NBR_PATH_NODE];
@@ -654,6 +714,11 @@ int main(int argc, char **argv)
                          "%.1f MB/s%s\n",
                     exchange / 1e6, exchange / (nodes * nic), nodes * nic / 1e6,
                     capped ? ": the cores' rate written" : ": the interfaces' pace");
+        if (capped)
+            fprintf(out, "#   eager messages: up to %ld bytes (%s)\n", eager,
+                    o.eager >= 0 ? "--eager-bytes" : "btl_tcp_eager_limit less 64, MPI_T; 0: none");
+        if (o.link_burst > 0)
+            fprintf(out, "#   burst: %ld bytes (--link-burst-bytes)\n", o.link_burst);
         if (num_calls > 0) {
             fprintf(out, "#   small calls (allgather of 8 B, random graphs, timed as nbr_bench "
                          "times them, interleaved, median of %d): algorithm density "

@@ -37,6 +37,7 @@ typedef struct event_heap {
 typedef struct nic {
     double served, updated; /* served, brought up to date at `updated` */
     double wake;            /* the pending event's time; < 0: none */
+    double burst;           /* seconds at its rate it still passes at once */
     event_heap_t flows; /* its messages: time is the served at which each
                          * is through, rank the message (op index) */
 } nic_t;
@@ -187,8 +188,10 @@ static int assign_nics(sim_t *s)
         free(on_node);
         return NBR_ERR_NOMEM;
     }
-    for (int k = 0; k < s->nic_count; k++)
+    for (int k = 0; k < s->nic_count; k++) {
         s->nic[k].wake = -1;
+        s->nic[k].burst = s->in->machine->nic_burst / s->in->machine->nic_bandwidth;
+    }
     for (int r = 0; loc && r < n; r++)
         on_node[loc->node_of[r]]++;
     for (int r = 0; loc && r < n; r++)
@@ -372,6 +375,16 @@ static int nic_wake(sim_t *s, int k)
     return push(s, when, EVENT_NIC, k);
 }
 
+/* The part of w seconds of bytes at interface k's rate that its burst
+ * does not pass at once (machine.h, burst_bytes): the first bytes sent
+ * through it in a call use the burst up. */
+static double past_burst(sim_t *s, int k, double w)
+{
+    double rest = w - s->nic[k].burst;
+    s->nic[k].burst = rest < 0 ? -rest : 0;
+    return rest > 0 ? rest : 0;
+}
+
 /* Message op (w seconds of bytes at the interface's full rate) enters
  * interface k at time t. */
 static int nic_enter(sim_t *s, int k, int op, double t, double w)
@@ -443,12 +456,16 @@ static int issue_send(sim_t *s, int r, double t)
         int out = loc->node_of[r] * s->nics + s->nic_of[r];
         int in = s->nic_count / 2 + loc->node_of[op->peer] * s->nics + s->nic_of[op->peer];
         double wire = (double)op->bytes / m->nic_bandwidth;
+        double wire_out = past_burst(s, out, wire), wire_in = past_burst(s, in, wire);
         double sent = t + overhead, flight = flight_seconds(s, r, path);
-        /* the shared cores' time on the bytes, beside the wire (machine.h):
-         * where ranks outnumber cores it caps what the whole network
-         * carries (bench/results/2026-11-25-network-cores) */
-        if (m->core_network_bandwidth > 0) {
-            double cpu = (double)op->bytes / m->core_network_bandwidth;
+        /* the shared cores' time on the bytes the sender's interface holds
+         * back, beside the wire, for a message sent by rendezvous
+         * (machine.h): where ranks outnumber cores it caps what the whole
+         * network carries (bench/results/2026-11-25-network-cores); eager
+         * messages and bursts pass without it (bench/results/2026-11-26-blocks-default) */
+        if (m->core_network_bandwidth > 0 && wire_out > 0 &&
+            (m->core_network_eager == 0 || op->bytes > m->core_network_eager)) {
+            double cpu = wire_out * m->nic_bandwidth / m->core_network_bandwidth;
             double done = core_start(s, r, t, cpu) + cpu;
             if (done + flight > arrival)
                 arrival = done + flight;
@@ -459,9 +476,9 @@ static int issue_send(sim_t *s, int r, double t)
          * the moment it is sent; it arrives when through both (nic_passed) */
         s->due[g] = arrival;
         s->nics_left[g] = 2;
-        rc = nic_enter(s, out, g, sent, wire);
+        rc = nic_enter(s, out, g, sent, wire_out);
         if (rc == NBR_SUCCESS)
-            rc = nic_enter(s, in, g, sent, wire);
+            rc = nic_enter(s, in, g, sent, wire_in);
     } else {
         s->when[g] = arrival;
         int partner = s->ops.partner[g];

@@ -17,15 +17,19 @@ const char *nbr_path_name(nbr_path_t path)
 }
 
 /* alpha_us=A gbytes_per_s=B [overhead_us=O], in any order; bandwidth
- * required; alpha and overhead only where `cost` is a path's (for nics,
- * only the bandwidth). */
+ * required; alpha and overhead only where `cost` is a path's, burst_bytes
+ * only where `burst` is given (the nics line). */
 static int parse_cost(nbr_text_parser_t *p, char **words, int count, nbr_path_cost_t *cost,
-                      double *bandwidth)
+                      double *bandwidth, double *burst)
 {
     int have_alpha = 0, have_bandwidth = 0, need_alpha = cost != NULL, rc = NBR_SUCCESS;
     for (int w = 0; w < count && rc == NBR_SUCCESS; w++) {
         const char *value;
-        if (cost && (value = nbr_text_keyed(words[w], "alpha_us"))) {
+        if (burst && (value = nbr_text_keyed(words[w], "burst_bytes"))) {
+            int bytes = 0;
+            rc = nbr_text_int(p, value, 0, 1 << 30, &bytes);
+            *burst = bytes;
+        } else if (cost && (value = nbr_text_keyed(words[w], "alpha_us"))) {
             rc = nbr_text_double(p, value, &cost->alpha);
             cost->alpha *= 1e-6;
             have_alpha = 1;
@@ -62,23 +66,25 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
         if (seen[k])
             return nbr_text_error(p, "path %s given twice", path_names[k]);
         seen[k] = 1;
-        return parse_cost(p, words + 2, count - 2, &m->path[k], &m->path[k].bandwidth);
+        return parse_cost(p, words + 2, count - 2, &m->path[k], &m->path[k].bandwidth, NULL);
     }
     return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
 }
 
-/* cores N [per=node|job] [network_gbytes_per_s=X] [message_us=Y] */
+/* cores N [per=node|job] [network_gbytes_per_s=X] [eager_bytes=E]
+ * [message_us=Y] */
 static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
 {
-    if (count < 2 || count > 5)
+    if (count < 2 || count > 6)
         return nbr_text_error(p, "'cores' takes a count, then optionally per=node or per=job, "
-                                 "network_gbytes_per_s= and message_us=");
+                                 "network_gbytes_per_s=, eager_bytes= and message_us=");
     int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores), have_per = 0, have_rate = 0,
-        have_message = 0;
+        have_eager = 0, have_message = 0;
     m->cores_per_job = 0;
     for (int w = 2; w < count && rc == NBR_SUCCESS; w++) {
         const char *per = nbr_text_keyed(words[w], "per");
         const char *rate = nbr_text_keyed(words[w], "network_gbytes_per_s");
+        const char *eager = nbr_text_keyed(words[w], "eager_bytes");
         const char *message = nbr_text_keyed(words[w], "message_us");
         if (per && !have_per++ && (!strcmp(per, "node") || !strcmp(per, "job"))) {
             m->cores_per_job = strcmp(per, "job") == 0;
@@ -87,6 +93,10 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
             m->core_network_bandwidth *= 1e9;
             if (rc == NBR_SUCCESS && !(m->core_network_bandwidth > 0))
                 rc = nbr_text_error(p, "network_gbytes_per_s must be above 0");
+        } else if (eager && !have_eager++) {
+            int bytes = 0;
+            rc = nbr_text_int(p, eager, 0, 1 << 30, &bytes);
+            m->core_network_eager = (size_t)bytes;
         } else if (message && !have_message++) {
             rc = nbr_text_double(p, message, &m->core_message_seconds);
             m->core_message_seconds *= 1e-6;
@@ -94,8 +104,8 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
                 !(m->core_message_seconds > 0 && isfinite(m->core_message_seconds)))
                 rc = nbr_text_error(p, "message_us must be finite and above 0");
         } else {
-            rc = nbr_text_error(p, "'%s': expected per=node, per=job, network_gbytes_per_s= or "
-                                   "message_us= (once each)", words[w]);
+            rc = nbr_text_error(p, "'%s': expected per=node, per=job, network_gbytes_per_s=, "
+                                   "eager_bytes= or message_us= (once each)", words[w]);
         }
     }
     return rc;
@@ -144,7 +154,7 @@ int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t 
             else if (count < 2)
                 rc = nbr_text_error(&p, "'nics' needs a count");
             else if ((rc = nbr_text_int(&p, words[1], 1, 1024, &m->nics)) == NBR_SUCCESS)
-                rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth);
+                rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth, &m->nic_burst);
         } else if (strcmp(words[0], "cores") == 0) {
             rc = cores++ ? nbr_text_error(&p, "'cores' given twice") : parse_cores(&p, m, words, count);
         } else if (strcmp(words[0], "call") == 0) {
@@ -188,11 +198,16 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
             fprintf(out, " overhead_us=%.17g", m->path[k].overhead * 1e6);
         fputc('\n', out);
     }
-    fprintf(out, "nics %d gbytes_per_s=%.17g\n", m->nics, m->nic_bandwidth * 1e-9);
+    fprintf(out, "nics %d gbytes_per_s=%.17g", m->nics, m->nic_bandwidth * 1e-9);
+    if (m->nic_burst > 0)
+        fprintf(out, " burst_bytes=%.0f", m->nic_burst);
+    fputc('\n', out);
     if (m->cores > 0) {
         fprintf(out, "cores %d per=%s", m->cores, m->cores_per_job ? "job" : "node");
         if (m->core_network_bandwidth > 0)
             fprintf(out, " network_gbytes_per_s=%.17g", m->core_network_bandwidth * 1e-9);
+        if (m->core_network_eager > 0)
+            fprintf(out, " eager_bytes=%zu", m->core_network_eager);
         if (m->core_message_seconds > 0)
             fprintf(out, " message_us=%.17g", m->core_message_seconds * 1e6);
         fputc('\n', out);

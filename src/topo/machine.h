@@ -16,15 +16,21 @@
  *   path node    alpha_us=1.2 gbytes_per_s=3
  *   path gpu     alpha_us=8   gbytes_per_s=50
  *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
- *   nics 1 gbytes_per_s=0.118             per node, each direction
- *   cores 2 per=job network_gbytes_per_s=0.17 message_us=6   optional, below
+ *   nics 1 gbytes_per_s=0.118 burst_bytes=125000   per node, each direction
+ *   cores 2 per=job network_gbytes_per_s=0.17 eager_bytes=65472 message_us=6
+ *                                         optional, below
  *   call start_us=250                     optional, below
  *
  * Every path is required, once; gbytes_per_s is 1e9 bytes per second,
  * > 0; alpha_us >= 0. overhead_us (optional, 0 < overhead_us <= alpha_us)
  * is the part of alpha that keeps the sender busy (LogP's o); the rest is
  * latency in flight, which overlaps the next messages. Without it a
- * message holds its sender for all of alpha (Hockney). `cores N
+ * message holds its sender for all of alpha (Hockney). burst_bytes
+ * (optional) on the nics line: what each direction of an interface passes
+ * at once, without its rate, at the start of a call, as a token-bucket
+ * shaper's bucket does after a pause (the emulated cluster's tc tbf holds
+ * 1 ms of the link's traffic); the first bytes sent through it in a call
+ * use it up. `cores N
  * [per=node|job]` (optional) says the host's CPU cores move the bytes of
  * local copies and of messages inside a node (memcpy through host memory),
  * N of them for each node's ranks, or with per=job for the whole job's (the
@@ -34,7 +40,12 @@
  * a network message's bytes take that core time too, from the sender's
  * pool, alongside the wire. It is measured, not derived (nbr_calibrate):
  * on the emulated cluster the job's traffic between nodes tops out below
- * its interfaces' rate, more so the more messages are in flight.
+ * its interfaces' rate, more so the more messages are in flight. It holds
+ * back the bytes an interface's rate holds back, of messages the MPI
+ * library sends by rendezvous: eager_bytes (optional) is the largest
+ * message it sends eagerly (Open MPI's btl_tcp_eager_limit less its
+ * headers); smaller ones, and bytes that pass on a burst, take no core
+ * time at that rate. Without eager_bytes every message's bytes do.
  * message_us (optional) is the core time each message's hand-off takes
  * from the sender's pool where ranks outnumber its cores: the turns the
  * sender and the receiver need on a core to pass it, whatever its size
@@ -78,10 +89,13 @@ typedef struct nbr_machine {
     nbr_path_cost_t path[NBR_NUM_PATHS];
     int nics;             /* network interfaces per node, shared by its ranks */
     double nic_bandwidth; /* bytes per second, each, each direction */
+    double nic_burst;     /* bytes each passes at once at a call's start */
     int cores;            /* cores moving host-memory bytes; 0: one per rank */
     int cores_per_job;    /* 1: the job's ranks share them all; 0: each node's */
     double core_network_bandwidth; /* bytes per second one core moves to the
                                     * network; 0: network bytes take no core */
+    size_t core_network_eager;     /* messages up to this many bytes take no
+                                    * core time at that rate; 0: all do */
     double core_message_seconds;   /* a message's hand-off on a shared core;
                                     * 0: none */
     double start;                  /* seconds from a call's start until its

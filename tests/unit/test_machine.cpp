@@ -129,6 +129,33 @@ TEST(MachineFile, WritesWhatItReads)
     EXPECT_EQ(back.cores_per_job, 1);
     EXPECT_DOUBLE_EQ(back.core_message_seconds, 2e-6);
     EXPECT_EQ(back.start, 0.0);
+    EXPECT_EQ(back.nic_burst, 0.0) << "no burst unless told";
+    EXPECT_EQ(back.core_network_eager, 0u) << "every message at the cores' rate unless told";
+    // the interfaces' burst and the eager limit read back, in any order
+    m.nic_burst = 125000;
+    m.core_network_eager = 65472;
+    out = open_memstream(&text, &length);
+    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
+    fclose(out);
+    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why;
+    EXPECT_NE(std::string(text).find(" burst_bytes=125000\n"), std::string::npos) << text;
+    EXPECT_NE(std::string(text).find("network_gbytes_per_s=0.1875 eager_bytes=65472 message_us"),
+              std::string::npos)
+        << text;
+    free(text);
+    EXPECT_EQ(back.nic_burst, 125000.0);
+    EXPECT_EQ(back.core_network_eager, 65472u);
+    std::string shaped = std::string(full);
+    shaped.replace(shaped.find("nics 4 gbytes_per_s=25"), 22,
+                   "nics 4 burst_bytes=4096 gbytes_per_s=25");
+    ASSERT_EQ(nbr_machine_parse((shaped + "cores 2 eager_bytes=100 per=job\n").c_str(), &back, why,
+                                sizeof why),
+              NBR_SUCCESS)
+        << why << "\n"
+        << shaped;
+    EXPECT_EQ(back.nic_burst, 4096.0);
+    EXPECT_DOUBLE_EQ(back.nic_bandwidth, 25e9);
+    EXPECT_EQ(back.core_network_eager, 100u);
 }
 
 // Each broken file names the line and what is wrong with it.
@@ -170,8 +197,16 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 2 gbytes_per_s=1\nnics 2 gbytes_per_s=1\n",
          "line 9: 'nics' given twice"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 0\n", "line 9: 0 outside"},
+        {head + paths + "nics 1 gbytes_per_s=1 burst_bytes=-1\n", "line 8: -1 outside"},
+        {head + paths + "nics 1 gbytes_per_s=1 burst_bytes=x\n", "line 8: 'x'"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1 burst_bytes=1\n",
+         "line 2: unknown attribute 'burst_bytes=1'"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 eager_bytes=-5\n", "line 9: -5 outside"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 eager_bytes=1 eager_bytes=2\n",
+         "line 9: 'eager_bytes=2': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=rack\n",
-         "line 9: 'per=rack': expected per=node, per=job, network_gbytes_per_s= or message_us="},
+         "line 9: 'per=rack': expected per=node, per=job, network_gbytes_per_s=, eager_bytes= or "
+         "message_us="},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job per=node\n",
          "line 9: 'per=node': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=0\n",
@@ -179,7 +214,7 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 x\n",
          "line 9: 'x': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 "
-                        "message_us=1 x\n",
+                        "eager_bytes=1 message_us=1 x\n",
          "line 9: 'cores' takes a count"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_us=0\n",
          "line 9: message_us must be finite and above 0"},

@@ -211,6 +211,71 @@ TEST(Simulator, InterfacesShareTheirRateFairly)
     EXPECT_NEAR(later.ends[3], 2010 * us, 1e-9);
 }
 
+// An interface with a burst (machine.h, burst_bytes) passes the first
+// bytes sent through it in a call at once, the rest at its rate.
+TEST(Simulator, InterfacesPassABurstThenTheirRate)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 8, 4);
+    std::vector<std::vector<std::vector<Op>>> phases(8);
+    for (int r = 0; r < 4; r++) {
+        phases[r] = {{{NBR_OP_SEND, r + 4, 1000000}}};
+        phases[r + 4] = {{{NBR_OP_RECV, r, 1000000}}};
+    }
+    Plans p(phases, &two.loc);
+    m.nic_burst = 1500000;
+    Simulated run(p, &two.loc, m);
+    ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    // sent in rank order at 10 us: rank 0's 1 MB passes on the burst (its
+    // own port's 1 ms of bytes is all it waits), rank 1's first 0.5 MB
+    // too; then 0.5, 1 and 1 ms of bytes share the rate three ways (rank 1
+    // through at 1.5 ms) and the last two two ways (0.5 ms each, 1 ms).
+    // Without the burst all four took 4 ms (ContendedNodeLink).
+    EXPECT_NEAR(run.ends[4], 1010 * us, 1e-9);
+    EXPECT_NEAR(run.ends[5], 1510 * us, 1e-9);
+    EXPECT_NEAR(run.ends[6], 2510 * us, 1e-9);
+    EXPECT_NEAR(run.ends[7], 2510 * us, 1e-9);
+}
+
+// The cores' network rate (machine.h) holds back messages sent by
+// rendezvous, and only their bytes past the sender's interface's burst:
+// messages up to eager_bytes and bytes that pass on a burst take no core.
+TEST(Simulator, EagerMessagesAndBurstsTakeNoCore)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
+    Plans q({{{{NBR_OP_SEND, 2, 1000}}},
+             {{{NBR_OP_SEND, 3, 1000}}},
+             {{{NBR_OP_RECV, 0, 1000}}},
+             {{{NBR_OP_RECV, 1, 1000}}}},
+            &two.loc);
+    m.cores = 1;
+    m.cores_per_job = 1;
+    m.core_network_bandwidth = 0.05e9; // 1000 B: 20 us of the job's one core
+    auto ends = [&]() {
+        Simulated run(q, &two.loc, m);
+        EXPECT_EQ(run.rc, NBR_SUCCESS) << run.message;
+        return run.ends;
+    };
+    std::vector<double> e = ends();
+    EXPECT_NEAR(e[2], 20 * us, 1e-12) << "as in SharedCoresQueueHostBytes";
+    EXPECT_NEAR(e[3], 40 * us, 1e-12);
+    m.core_network_eager = 1000; // both eager: the wire's pace, 10 us + 2 x 1 us
+    e = ends();
+    EXPECT_NEAR(e[2], 12 * us, 1e-12);
+    EXPECT_NEAR(e[3], 12 * us, 1e-12);
+    m.core_network_eager = 999; // one byte short: by rendezvous again
+    e = ends();
+    EXPECT_NEAR(e[3], 40 * us, 1e-12);
+    // a burst of 1000 B passes rank 0's message whole (its port's 10 us +
+    // 1 us is all); rank 1's finds it spent and takes the core first
+    m.core_network_eager = 0;
+    m.nic_burst = 1000;
+    e = ends();
+    EXPECT_NEAR(e[2], 11 * us, 1e-12);
+    EXPECT_NEAR(e[3], 20 * us, 1e-12);
+}
+
 // Host-memory bytes (messages inside a node, local copies) wait for a free
 // core when the ranks sharing the cores outnumber them; start-ups and
 // network messages do not.
