@@ -37,7 +37,7 @@
  *   nbr_auto_trials      / NBR_AUTO_TRIALS      the fewest blocking calls
  *                                               auto times on each side of
  *                                               its trial (5; cheap calls
- *                                               get up to 25; 0: price
+ *                                               get up to 100; 0: price
  *                                               only)
  *   nbr_ranks_per_node   / NBR_RANKS_PER_NODE   split the job into virtual
  *                                               nodes of this many ranks
