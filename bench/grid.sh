@@ -17,7 +17,7 @@ CONFIGS="cluster,node"
 PATTERNS="rsg:0.05,rsg:0.2,rsg:0.4,rsg:0.7,moore:2:1,moore:2:2,moore:3:1"
 MIN=16 MAX=16Mi TINY=1Ki SPLIT=64Ki MAXMEM=640Mi
 # warm-up: nbr_bench adds auto's trial calls itself (nbr_comm_trial_pending)
-ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 NODE_ITERS_LARGE=25 WARMUP=5
+ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 NODE_ITERS_LARGE=75 WARMUP=5
 # Blocks of 5 calls of one algorithm in a row, as a program calls its
 # collective, algorithms still taking turns block by block. One call each
 # measured what the other plans' calls leave behind: on one node of 8,
@@ -47,9 +47,10 @@ Usage: bench/grid.sh --out DIR [options]
                      [$ITERS_TINY, $ITERS_SMALL, $ITERS_LARGE, $WARMUP]
   --node-iters-large N  --iters-large of the node config: its large calls
                      cost 0.3-300 ms, not seconds as on the cluster, and its
-                     single calls there spread by 2x, so 7 rounds leave
-                     medians 10-15 % apart between two runs of one
-                     call [$NODE_ITERS_LARGE]
+                     single calls there spread by 2x: 7 calls left
+                     medians 10-15 % apart between two runs of one call,
+                     25 (5 blocks) 0.84-1.15x between auto running MPI's
+                     call and the mpi row [$NODE_ITERS_LARGE]
   --block K          nbr_bench --block: each round times K calls of an
                      algorithm in a row (as a program calls it); 1: one
                      call each [$BLOCK]
