@@ -46,6 +46,22 @@ TEST(MachineFile, ParsesEveryPath)
     EXPECT_STREQ(nbr_path_name(NBR_PATH_GPU), "gpu");
 }
 
+// What nbr_machine_write writes for m, read back into *back.
+std::string round_trip(const nbr_machine_t &m, nbr_machine_t *back)
+{
+    char *buffer = nullptr;
+    size_t length = 0;
+    FILE *out = open_memstream(&buffer, &length);
+    EXPECT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
+    fclose(out);
+    std::string text(buffer ? buffer : "");
+    free(buffer);
+    char why[256] = "";
+    EXPECT_EQ(nbr_machine_parse(text.c_str(), back, why, sizeof why), NBR_SUCCESS) << why << "\n"
+                                                                                 << text;
+    return text;
+}
+
 TEST(MachineFile, WritesWhatItReads)
 {
     nbr_machine_t m{}, back{};
@@ -53,14 +69,7 @@ TEST(MachineFile, WritesWhatItReads)
     ASSERT_EQ(nbr_machine_parse(full, &m, why, sizeof why), NBR_SUCCESS);
     m.path[NBR_PATH_SOCKET].alpha = 1.0 / 3 * 1e-6; // not a round number
     m.path[NBR_PATH_NETWORK].overhead = 0.7e-6;
-    char *text = nullptr;
-    size_t length = 0;
-    FILE *out = open_memstream(&text, &length);
-    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
-    fclose(out);
-    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why << "\n"
-                                                                            << text;
-    free(text);
+    std::string text = round_trip(m, &back);
     EXPECT_STREQ(back.name, m.name);
     for (int k = 0; k < NBR_NUM_PATHS; k++) {
         EXPECT_NEAR(back.path[k].alpha, m.path[k].alpha, 1e-15 * m.path[k].alpha) << k;
@@ -73,12 +82,8 @@ TEST(MachineFile, WritesWhatItReads)
     // a cores line reads back too
     m.cores = 2;
     m.cores_per_job = 1;
-    out = open_memstream(&text, &length);
-    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
-    fclose(out);
-    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why;
-    EXPECT_NE(std::string(text).find("cores 2 per=job\n"), std::string::npos) << text;
-    free(text);
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find("cores 2 per=job\n"), std::string::npos) << text;
     EXPECT_EQ(back.cores, 2);
     EXPECT_EQ(back.cores_per_job, 1);
     ASSERT_EQ(nbr_machine_parse((std::string(full) + "cores 8\n").c_str(), &back, why, sizeof why),
@@ -89,14 +94,10 @@ TEST(MachineFile, WritesWhatItReads)
     EXPECT_EQ(back.core_network_bandwidth, 0.0) << "network bytes take no core unless told";
     // and the cores' network rate, in either order
     m.core_network_bandwidth = 0.1875e9;
-    out = open_memstream(&text, &length);
-    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
-    fclose(out);
-    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why;
-    EXPECT_NE(std::string(text).find("cores 2 per=job network_gbytes_per_s=0.1875\n"),
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find("cores 2 per=job network_gbytes_per_s=0.1875\n"),
               std::string::npos)
         << text;
-    free(text);
     EXPECT_DOUBLE_EQ(back.core_network_bandwidth, 0.1875e9);
     ASSERT_EQ(nbr_machine_parse((std::string(full) + "cores 2 network_gbytes_per_s=2 per=job\n").c_str(),
                                 &back, why, sizeof why),
@@ -109,15 +110,11 @@ TEST(MachineFile, WritesWhatItReads)
     // the hand-off and the per-call start read back, in any order
     m.core_message_seconds = 6.25e-6;
     m.start = 187.5e-6;
-    out = open_memstream(&text, &length);
-    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
-    fclose(out);
-    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why;
-    EXPECT_NE(std::string(text).find("cores 2 per=job network_gbytes_per_s=0.1875 message_us=6.25\n"
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find("cores 2 per=job network_gbytes_per_s=0.1875 message_us=6.25\n"
                                      "call start_us=187.5\n"),
               std::string::npos)
         << text;
-    free(text);
     EXPECT_DOUBLE_EQ(back.core_message_seconds, 6.25e-6);
     EXPECT_DOUBLE_EQ(back.start, 187.5e-6);
     ASSERT_EQ(nbr_machine_parse((std::string(full) + "call start_us=0\ncores 3 message_us=2 per=job\n")
@@ -134,15 +131,11 @@ TEST(MachineFile, WritesWhatItReads)
     // the interfaces' burst and the eager limit read back, in any order
     m.nic_burst = 125000;
     m.core_network_eager = 65472;
-    out = open_memstream(&text, &length);
-    ASSERT_EQ(nbr_machine_write(&m, out), NBR_SUCCESS);
-    fclose(out);
-    ASSERT_EQ(nbr_machine_parse(text, &back, why, sizeof why), NBR_SUCCESS) << why;
-    EXPECT_NE(std::string(text).find(" burst_bytes=125000\n"), std::string::npos) << text;
-    EXPECT_NE(std::string(text).find("network_gbytes_per_s=0.1875 eager_bytes=65472 message_us"),
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find(" burst_bytes=125000\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("network_gbytes_per_s=0.1875 eager_bytes=65472 message_us"),
               std::string::npos)
         << text;
-    free(text);
     EXPECT_EQ(back.nic_burst, 125000.0);
     EXPECT_EQ(back.core_network_eager, 65472u);
     std::string shaped = std::string(full);

@@ -131,18 +131,24 @@ TEST(Simulator, PathsByPlace)
     nbr_locality_free(&loc);
 }
 
-// Four ranks of node 0 each send 1 MB to their partner on node 1 at once:
-// one NIC per node shares its rate among them.
-TEST(Simulator, ContendedNodeLink)
+// Ranks 0-3 (node 0) each send 1 MB to rank r + 4 (node 1) at once.
+std::vector<std::vector<std::vector<Op>>> four_streams()
 {
-    nbr_machine_t m = test_machine();
-    Machine two(nullptr, 8, 4);
     std::vector<std::vector<std::vector<Op>>> phases(8);
     for (int r = 0; r < 4; r++) {
         phases[r] = {{{NBR_OP_SEND, r + 4, 1000000}}};
         phases[r + 4] = {{{NBR_OP_RECV, r, 1000000}}};
     }
-    Plans p(phases, &two.loc);
+    return phases;
+}
+
+// Four streams from node 0 to node 1: one NIC per node shares its rate
+// among them.
+TEST(Simulator, ContendedNodeLink)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 8, 4);
+    Plans p(four_streams(), &two.loc);
     Simulated run(p, &two.loc, m);
     ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
     // each rank's own port: 10 us + 1 ms; the NIC carries 4 ms of bytes
@@ -217,12 +223,7 @@ TEST(Simulator, InterfacesPassABurstThenTheirRate)
 {
     nbr_machine_t m = test_machine();
     Machine two(nullptr, 8, 4);
-    std::vector<std::vector<std::vector<Op>>> phases(8);
-    for (int r = 0; r < 4; r++) {
-        phases[r] = {{{NBR_OP_SEND, r + 4, 1000000}}};
-        phases[r + 4] = {{{NBR_OP_RECV, r, 1000000}}};
-    }
-    Plans p(phases, &two.loc);
+    Plans p(four_streams(), &two.loc);
     m.nic_burst = 1500000;
     Simulated run(p, &two.loc, m);
     ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
