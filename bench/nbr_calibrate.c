@@ -665,7 +665,7 @@ int main(int argc, char **argv)
         int capped = exchange > 0 && nic > 0 && exchange < EXCHANGE_CAPPED * nodes * nic;
         /* that exchange sends by rendezvous (1 MiB blocks); eager messages
          * and a link's burst are not held back so (machine.h) */
-        long eager = o.eager >= 0 ? o.eager : tcp_eager_bytes();
+        long eager = !capped ? 0 : o.eager >= 0 ? o.eager : tcp_eager_bytes();
         if (capped) {
             m.core_network_bandwidth = exchange / (cores_per_job ? cores : (double)cores * nodes);
             m.core_network_eager = (size_t)eager;

@@ -142,6 +142,15 @@ std::vector<std::vector<std::vector<Op>>> four_streams()
     return phases;
 }
 
+// On nodes {0, 1} and {2, 3}: 0 -> 2 and 1 -> 3, 1000 B each.
+std::vector<std::vector<std::vector<Op>>> two_crossings()
+{
+    return {{{{NBR_OP_SEND, 2, 1000}}},
+            {{{NBR_OP_SEND, 3, 1000}}},
+            {{{NBR_OP_RECV, 0, 1000}}},
+            {{{NBR_OP_RECV, 1, 1000}}}};
+}
+
 // Four streams from node 0 to node 1: one NIC per node shares its rate
 // among them.
 TEST(Simulator, ContendedNodeLink)
@@ -245,11 +254,7 @@ TEST(Simulator, EagerMessagesAndBurstsTakeNoCore)
 {
     nbr_machine_t m = test_machine();
     Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
-    Plans q({{{{NBR_OP_SEND, 2, 1000}}},
-             {{{NBR_OP_SEND, 3, 1000}}},
-             {{{NBR_OP_RECV, 0, 1000}}},
-             {{{NBR_OP_RECV, 1, 1000}}}},
-            &two.loc);
+    Plans q(two_crossings(), &two.loc);
     m.cores = 1;
     m.cores_per_job = 1;
     m.core_network_bandwidth = 0.05e9; // 1000 B: 20 us of the job's one core
@@ -309,11 +314,7 @@ TEST(Simulator, SharedCoresQueueHostBytes)
     EXPECT_NEAR(last(ends(p)), sent, 1e-12) << "as many cores as ranks: nobody waits";
     // network bytes are the NICs', not the cores': 0 -> 2 and 1 -> 3
     m.cores = 1;
-    Plans q({{{{NBR_OP_SEND, 2, 1000}}},
-             {{{NBR_OP_SEND, 3, 1000}}},
-             {{{NBR_OP_RECV, 0, 1000}}},
-             {{{NBR_OP_RECV, 1, 1000}}}},
-            &two.loc);
+    Plans q(two_crossings(), &two.loc);
     std::vector<double> net = ends(q);
     EXPECT_NEAR(net[2], 12 * us, 1e-12); // 10 us + 2 x 1 us on the shared NIC only
     EXPECT_NEAR(net[3], 12 * us, 1e-12);
