@@ -18,17 +18,30 @@ const char *nbr_path_name(nbr_path_t path)
 
 /* alpha_us=A gbytes_per_s=B [overhead_us=O], in any order; bandwidth
  * required; alpha and overhead only where `cost` is a path's, burst_bytes
- * only where `burst` is given (the nics line). */
+ * only where `burst` is given (the nics line), cached_bytes and
+ * cached_gbytes_per_s only where `cached` is set (path copy). */
 static int parse_cost(nbr_text_parser_t *p, char **words, int count, nbr_path_cost_t *cost,
-                      double *bandwidth, double *burst)
+                      double *bandwidth, double *burst, int cached)
 {
     int have_alpha = 0, have_bandwidth = 0, need_alpha = cost != NULL, rc = NBR_SUCCESS;
+    int have_cached_bytes = 0, have_cached_rate = 0;
     for (int w = 0; w < count && rc == NBR_SUCCESS; w++) {
         const char *value;
         if (burst && (value = nbr_text_keyed(words[w], "burst_bytes"))) {
             int bytes = 0;
             rc = nbr_text_int(p, value, 0, 1 << 30, &bytes);
             *burst = bytes;
+        } else if (cached && (value = nbr_text_keyed(words[w], "cached_bytes"))) {
+            int bytes = 0;
+            rc = nbr_text_int(p, value, 1, 1 << 30, &bytes);
+            cost->cached_bytes = (size_t)bytes;
+            have_cached_bytes = 1;
+        } else if (cached && (value = nbr_text_keyed(words[w], "cached_gbytes_per_s"))) {
+            rc = nbr_text_double(p, value, &cost->cached_bandwidth);
+            cost->cached_bandwidth *= 1e9;
+            have_cached_rate = 1;
+            if (rc == NBR_SUCCESS && !(cost->cached_bandwidth > 0))
+                rc = nbr_text_error(p, "cached_gbytes_per_s must be above 0");
         } else if (cost && (value = nbr_text_keyed(words[w], "alpha_us"))) {
             rc = nbr_text_double(p, value, &cost->alpha);
             cost->alpha *= 1e-6;
@@ -54,6 +67,8 @@ static int parse_cost(nbr_text_parser_t *p, char **words, int count, nbr_path_co
         rc = nbr_text_error(p, "gbytes_per_s must be above 0");
     if (rc == NBR_SUCCESS && cost && cost->overhead > cost->alpha)
         rc = nbr_text_error(p, "overhead_us must not exceed alpha_us");
+    if (rc == NBR_SUCCESS && have_cached_bytes != have_cached_rate)
+        rc = nbr_text_error(p, "cached_bytes= and cached_gbytes_per_s= go together");
     return rc;
 }
 
@@ -66,7 +81,8 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
         if (seen[k])
             return nbr_text_error(p, "path %s given twice", path_names[k]);
         seen[k] = 1;
-        return parse_cost(p, words + 2, count - 2, &m->path[k], &m->path[k].bandwidth, NULL);
+        return parse_cost(p, words + 2, count - 2, &m->path[k], &m->path[k].bandwidth, NULL,
+                          k == NBR_PATH_COPY);
     }
     return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
 }
@@ -154,7 +170,8 @@ int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t 
             else if (count < 2)
                 rc = nbr_text_error(&p, "'nics' needs a count");
             else if ((rc = nbr_text_int(&p, words[1], 1, 1024, &m->nics)) == NBR_SUCCESS)
-                rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth, &m->nic_burst);
+                rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth, &m->nic_burst,
+                                0);
         } else if (strcmp(words[0], "cores") == 0) {
             rc = cores++ ? nbr_text_error(&p, "'cores' given twice") : parse_cores(&p, m, words, count);
         } else if (strcmp(words[0], "call") == 0) {
@@ -196,6 +213,9 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
                 m->path[k].alpha * 1e6, m->path[k].bandwidth * 1e-9);
         if (m->path[k].overhead > 0)
             fprintf(out, " overhead_us=%.17g", m->path[k].overhead * 1e6);
+        if (m->path[k].cached_bandwidth > 0)
+            fprintf(out, " cached_bytes=%zu cached_gbytes_per_s=%.17g", m->path[k].cached_bytes,
+                    m->path[k].cached_bandwidth * 1e-9);
         fputc('\n', out);
     }
     fprintf(out, "nics %d gbytes_per_s=%.17g", m->nics, m->nic_bandwidth * 1e-9);
@@ -222,10 +242,10 @@ void nbr_machine_default(nbr_machine_t *m)
     const double us = 1e-6, gbs = 1e9;
     *m = (nbr_machine_t){.nics = 1, .nic_bandwidth = 12.5 * gbs};
     snprintf(m->name, sizeof m->name, "generic-100gbit");
-    m->path[NBR_PATH_COPY] = (nbr_path_cost_t){0.3 * us, 10 * gbs, 0};
-    m->path[NBR_PATH_DEVICE] = (nbr_path_cost_t){5 * us, 700 * gbs, 0};
-    m->path[NBR_PATH_SOCKET] = (nbr_path_cost_t){0.5 * us, 10 * gbs, 0};
-    m->path[NBR_PATH_NODE] = (nbr_path_cost_t){0.8 * us, 6 * gbs, 0};
-    m->path[NBR_PATH_GPU] = (nbr_path_cost_t){8 * us, 50 * gbs, 0};
-    m->path[NBR_PATH_NETWORK] = (nbr_path_cost_t){2 * us, 12.5 * gbs, 0};
+    m->path[NBR_PATH_COPY] = (nbr_path_cost_t){.alpha = 0.3 * us, .bandwidth = 10 * gbs};
+    m->path[NBR_PATH_DEVICE] = (nbr_path_cost_t){.alpha = 5 * us, .bandwidth = 700 * gbs};
+    m->path[NBR_PATH_SOCKET] = (nbr_path_cost_t){.alpha = 0.5 * us, .bandwidth = 10 * gbs};
+    m->path[NBR_PATH_NODE] = (nbr_path_cost_t){.alpha = 0.8 * us, .bandwidth = 6 * gbs};
+    m->path[NBR_PATH_GPU] = (nbr_path_cost_t){.alpha = 8 * us, .bandwidth = 50 * gbs};
+    m->path[NBR_PATH_NETWORK] = (nbr_path_cost_t){.alpha = 2 * us, .bandwidth = 12.5 * gbs};
 }

@@ -10,7 +10,7 @@
  *
  *   nbrcoll-machine 1                     first line: format and version
  *   name emulated-4x4-1gbit               one word
- *   path copy    alpha_us=0.3 gbytes_per_s=6
+ *   path copy    alpha_us=0.3 gbytes_per_s=6 cached_bytes=65536 cached_gbytes_per_s=30
  *   path device  alpha_us=5   gbytes_per_s=1000
  *   path socket  alpha_us=0.8 gbytes_per_s=4
  *   path node    alpha_us=1.2 gbytes_per_s=3
@@ -25,7 +25,13 @@
  * > 0; alpha_us >= 0. overhead_us (optional, 0 < overhead_us <= alpha_us)
  * is the part of alpha that keeps the sender busy (LogP's o); the rest is
  * latency in flight, which overlaps the next messages. Without it a
- * message holds its sender for all of alpha (Hockney). burst_bytes
+ * message holds its sender for all of alpha (Hockney). cached_bytes=C
+ * cached_gbytes_per_s=R (optional, both or neither, path copy only):
+ * copies of up to C bytes run at R, not at gbytes_per_s. A relay copies a
+ * block it has just received, or is about to send, so its source and
+ * destination sit in the core's cache; gbytes_per_s is a copy larger than
+ * the caches (on the emulated cluster's host a hot 64 KiB memcpy ran 3-4x
+ * the rate of an 8 MiB one: bench/results/2026-11-26-cached-copies). burst_bytes
  * (optional) on the nics line: what each direction of an interface passes
  * at once, without its rate, at the start of a call, as a token-bucket
  * shaper's bucket does after a pause (the emulated cluster's tc tbf holds
@@ -82,6 +88,8 @@ typedef struct nbr_path_cost {
     double alpha;     /* seconds per message, one way, alone */
     double bandwidth; /* bytes per second */
     double overhead;  /* seconds of alpha the sender is busy; 0: all of it */
+    size_t cached_bytes;     /* path copy: copies up to this many bytes ... */
+    double cached_bandwidth; /* ... run at this rate (bytes per second); 0: none */
 } nbr_path_cost_t;
 
 typedef struct nbr_machine {
@@ -102,10 +110,19 @@ typedef struct nbr_machine {
                                     * last rank runs it; 0: none */
 } nbr_machine_t;
 
+/* Bytes per second of a message (or copy) of bytes on path: a copy small
+ * enough to stay in a core's cache at the cached rate, where one is given. */
+static inline double nbr_path_bandwidth(const nbr_machine_t *m, nbr_path_t path, size_t bytes)
+{
+    const nbr_path_cost_t *c = &m->path[path];
+    return c->cached_bandwidth > 0 && bytes <= c->cached_bytes ? c->cached_bandwidth
+                                                               : c->bandwidth;
+}
+
 /* Seconds one message of bytes takes on path, alone. */
 static inline double nbr_path_seconds(const nbr_machine_t *m, nbr_path_t path, size_t bytes)
 {
-    return m->path[path].alpha + (double)bytes / m->path[path].bandwidth;
+    return m->path[path].alpha + (double)bytes / nbr_path_bandwidth(m, path, bytes);
 }
 
 /* Seconds one message of bytes keeps its sender busy: its overhead and its
@@ -113,7 +130,7 @@ static inline double nbr_path_seconds(const nbr_machine_t *m, nbr_path_t path, s
 static inline double nbr_path_busy_seconds(const nbr_machine_t *m, nbr_path_t path, size_t bytes)
 {
     double o = m->path[path].overhead > 0 ? m->path[path].overhead : m->path[path].alpha;
-    return o + (double)bytes / m->path[path].bandwidth;
+    return o + (double)bytes / nbr_path_bandwidth(m, path, bytes);
 }
 
 /* The parameters nbrcoll assumes when none are given (nbr_machine /

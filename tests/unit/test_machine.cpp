@@ -149,6 +149,28 @@ TEST(MachineFile, WritesWhatItReads)
     EXPECT_EQ(back.nic_burst, 4096.0);
     EXPECT_DOUBLE_EQ(back.nic_bandwidth, 25e9);
     EXPECT_EQ(back.core_network_eager, 100u);
+    // the copies' cached rate reads back, in any order, and prices copies
+    // of up to its size only
+    EXPECT_EQ(back.path[NBR_PATH_COPY].cached_bandwidth, 0.0) << "no cached rate unless told";
+    m.path[NBR_PATH_COPY].cached_bytes = 65536;
+    m.path[NBR_PATH_COPY].cached_bandwidth = 40e9;
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find("gbytes_per_s=10 cached_bytes=65536 cached_gbytes_per_s=40\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(back.path[NBR_PATH_COPY].cached_bytes, 65536u);
+    EXPECT_DOUBLE_EQ(back.path[NBR_PATH_COPY].cached_bandwidth, 40e9);
+    EXPECT_DOUBLE_EQ(nbr_path_seconds(&back, NBR_PATH_COPY, 40000), 0.5e-6 + 1e-6);
+    EXPECT_DOUBLE_EQ(nbr_path_seconds(&back, NBR_PATH_COPY, 100000), 0.5e-6 + 10e-6);
+    std::string cached = std::string(full);
+    cached.replace(cached.find("path copy    alpha_us=0.5"), 25,
+                   "path copy cached_gbytes_per_s=20 cached_bytes=1024 alpha_us=0.5");
+    ASSERT_EQ(nbr_machine_parse(cached.c_str(), &back, why, sizeof why), NBR_SUCCESS)
+        << why << "\n"
+        << cached;
+    EXPECT_EQ(back.path[NBR_PATH_COPY].cached_bytes, 1024u);
+    EXPECT_DOUBLE_EQ(back.path[NBR_PATH_COPY].cached_bandwidth, 20e9);
+    EXPECT_DOUBLE_EQ(back.path[NBR_PATH_COPY].bandwidth, 10e9);
 }
 
 // Each broken file names the line and what is wrong with it.
@@ -194,6 +216,16 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 1 gbytes_per_s=1 burst_bytes=x\n", "line 8: 'x'"},
         {head + "path copy alpha_us=1 gbytes_per_s=1 burst_bytes=1\n",
          "line 2: unknown attribute 'burst_bytes=1'"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1 cached_bytes=4096\n",
+         "line 2: cached_bytes= and cached_gbytes_per_s= go together"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1 cached_gbytes_per_s=4\n",
+         "line 2: cached_bytes= and cached_gbytes_per_s= go together"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1 cached_bytes=0 cached_gbytes_per_s=4\n",
+         "line 2: 0 outside"},
+        {head + "path copy alpha_us=1 gbytes_per_s=1 cached_bytes=64 cached_gbytes_per_s=0\n",
+         "line 2: cached_gbytes_per_s must be above 0"},
+        {head + "path socket alpha_us=1 gbytes_per_s=1 cached_bytes=64 cached_gbytes_per_s=4\n",
+         "line 2: unknown attribute 'cached_bytes=64'"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 eager_bytes=-5\n", "line 9: -5 outside"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 eager_bytes=1 eager_bytes=2\n",
          "line 9: 'eager_bytes=2': expected"},

@@ -22,12 +22,12 @@ nbr_machine_t test_machine()
     nbr_machine_t m{};
     snprintf(m.name, sizeof m.name, "test");
     const double us = 1e-6, gbs = 1e9;
-    m.path[NBR_PATH_COPY] = {0.5 * us, 10 * gbs, 0};
-    m.path[NBR_PATH_DEVICE] = {4 * us, 1000 * gbs, 0};
-    m.path[NBR_PATH_SOCKET] = {1 * us, 5 * gbs, 0};
-    m.path[NBR_PATH_NODE] = {2 * us, 4 * gbs, 0};
-    m.path[NBR_PATH_GPU] = {8 * us, 50 * gbs, 0};
-    m.path[NBR_PATH_NETWORK] = {10 * us, 1 * gbs, 0};
+    m.path[NBR_PATH_COPY] = {0.5 * us, 10 * gbs, 0, 0, 0};
+    m.path[NBR_PATH_DEVICE] = {4 * us, 1000 * gbs, 0, 0, 0};
+    m.path[NBR_PATH_SOCKET] = {1 * us, 5 * gbs, 0, 0, 0};
+    m.path[NBR_PATH_NODE] = {2 * us, 4 * gbs, 0, 0, 0};
+    m.path[NBR_PATH_GPU] = {8 * us, 50 * gbs, 0, 0, 0};
+    m.path[NBR_PATH_NETWORK] = {10 * us, 1 * gbs, 0, 0, 0};
     m.nics = 1;
     m.nic_bandwidth = 1 * gbs;
     return m;
@@ -476,6 +476,24 @@ TEST(Simulator, PortSerialisesSendsCopiesOverlap)
     Simulated longer(q, nullptr, m);
     ASSERT_EQ(longer.rc, NBR_SUCCESS);
     EXPECT_NEAR(longer.ends[0], 0.5 * us + 100000 / 1e10, 1e-12);
+}
+
+// A copy that fits the cached size runs at the cached rate, a larger one at
+// the path's; the rank's estimate (auto's price) reads the same.
+TEST(Simulator, SmallCopiesRunAtTheCachedRate)
+{
+    nbr_machine_t m = test_machine();
+    m.path[NBR_PATH_COPY].cached_bytes = 65536;
+    m.path[NBR_PATH_COPY].cached_bandwidth = 40e9;
+    for (size_t bytes : {size_t(65536), size_t(65537)}) {
+        Plans p({{{{NBR_OP_COPY, -1, bytes}}}});
+        Simulated run(p, nullptr, m);
+        ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
+        double rate = bytes <= 65536 ? 40e9 : 10e9; // 2.14 us against 7.05 us
+        EXPECT_NEAR(run.ends[0], 0.5 * us + bytes / rate, 1e-12) << bytes;
+        nbr_sim_input_t in{1, nullptr, nullptr, &m, 0};
+        EXPECT_NEAR(nbr_sim_rank_estimate(&in, &p.plans[0]), 0.5 * us + bytes / rate, 1e-12);
+    }
 }
 
 // With an overhead below alpha (LogP), a rank's sends hold its port only
