@@ -13,7 +13,10 @@
  * five tries: the part of the start-up that keeps a rank busy,
  * machine.h). The network interface's bandwidth comes from every rank of
  * the first node streaming to a rank of the second at once. Copies are timed
- * with memcpy. Where the ranks outnumber the CPU cores they may run on
+ * with memcpy: one of --max-bytes, and one of --cached-copy-bytes
+ * (64 KiB unless given; 0: none) copied back and forth between two
+ * buffers that stay in the core's cache, as a relay copies a block it has
+ * just received. Where the ranks outnumber the CPU cores they may run on
  * (sched_getaffinity), it writes a `cores` line: per node, or per job when
  * every node reports the same kernel boot id (namespaces of one host, as
  * the emulated cluster's are); there every rank then exchanges blocks with
@@ -32,7 +35,7 @@
  *   mpirun -np N nbr_calibrate [--output FILE] [--name NAME] [--base FILE]
  *          [--ranks-per-socket S] [--max-bytes B] [--sweep]
  *          [--link-gbit G --link-delay-us D] [--link-burst-bytes B]
- *          [--eager-bytes E]
+ *          [--eager-bytes E] [--cached-copy-bytes C]
  *
  * --sweep prints every size's measured one-way time next to what the fitted
  * parameters predict; with --link-gbit it also prints what the configured
@@ -69,6 +72,7 @@ typedef struct options {
     int sweep;
     double link_gbit, link_delay_us;
     long link_burst, eager; /* eager < 0: read it through MPI_T */
+    long cached_copy;       /* bytes of the cached copy; 0: not timed */
 } options_t;
 
 static int apply(const char *name, const char *val, void *ctx, char *err, size_t errlen)
@@ -98,6 +102,8 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
         bad = bh_parse_long(val, 0, 1 << 30, &o->link_burst);
     else if (!strcmp(name, "eager-bytes"))
         bad = bh_parse_long(val, 0, 1 << 30, &o->eager);
+    else if (!strcmp(name, "cached-copy-bytes"))
+        bad = bh_parse_long(val, 0, 1 << 30, &o->cached_copy);
     else {
         snprintf(err, errlen, "unknown option '--%s'", name);
         return -1;
@@ -427,6 +433,31 @@ static void measure_copy(char *buf, size_t bytes, nbr_path_cost_t *cost)
     free(to);
 }
 
+#define CACHED_ROUNDS 64
+
+/* memcpy of `bytes` back and forth between two buffers that stay in the
+ * core's cache: the best of 20 timings of CACHED_ROUNDS copies, after as
+ * many to warm them; bytes per second, 0 where memory runs out. */
+static double measure_cached_copy(size_t bytes)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double best = 1e9;
+    for (int i = -1; a && b && i < 20; i++) {
+        memset(a, i & 0xff, bytes); /* a fresh source each time, hot as a received block */
+        double t0 = MPI_Wtime();
+        for (int k = 0; k < CACHED_ROUNDS; k++) {
+            memcpy(k % 2 ? a : b, k % 2 ? b : a, bytes);
+            sink = (k % 2 ? a : b)[(size_t)k % bytes];
+        }
+        double t = (MPI_Wtime() - t0) / CACHED_ROUNDS;
+        if (i >= 0 && t < best)
+            best = t;
+    }
+    free(a);
+    free(b);
+    return a && b && best > 0 ? (double)bytes / best : 0;
+}
+
 static void print_sweep(FILE *out, const char *what, const fit_t *f, const options_t *o,
                         int network)
 {
@@ -530,7 +561,8 @@ int main(int argc, char **argv)
     int me, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    options_t o = {.name = "calibrated", .max_bytes = 16 * BH_MIB, .eager = -1};
+    options_t o = {.name = "calibrated", .max_bytes = 16 * BH_MIB, .eager = -1,
+                   .cached_copy = 64 * 1024};
     char err[256] = "";
     bh_set_progname("nbr_calibrate");
     int parsed = bh_parse_argv(argc, argv, apply, &o, err, sizeof err);
@@ -541,7 +573,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: mpirun -np N nbr_calibrate [--output FILE] [--name NAME] "
                             "[--base FILE] [--ranks-per-socket S] [--max-bytes B] [--sweep 1] "
                             "[--link-gbit G --link-delay-us D] [--link-burst-bytes B] "
-                            "[--eager-bytes E]\n");
+                            "[--eager-bytes E] [--cached-copy-bytes C]\n");
         MPI_Finalize();
         return parsed < 0 ? BH_EXIT_USAGE : 0;
     }
@@ -627,24 +659,29 @@ int main(int argc, char **argv)
     if (me == 0) {
         const char *measured = "measured";
         const char *kept = from_base ? "from --base" : "not measured: placeholder";
-        nbr_path_cost_t copy;
+        nbr_path_cost_t copy = {0};
         measure_copy(buf, (size_t)o.max_bytes, &copy);
         m.path[NBR_PATH_COPY] = copy;
+        double cached = o.cached_copy > 0 ? measure_cached_copy((size_t)o.cached_copy) : 0;
+        if (cached > copy.bandwidth) { /* else the cache gains nothing here */
+            m.path[NBR_PATH_COPY].cached_bytes = (size_t)o.cached_copy;
+            m.path[NBR_PATH_COPY].cached_bandwidth = cached;
+        }
         const char *how[NBR_NUM_PATHS] = {measured, kept, kept, kept, kept, kept};
         if (socket.peer >= 0) {
-            m.path[NBR_PATH_SOCKET] = (nbr_path_cost_t){socket.alpha, socket.bandwidth, socket.overhead};
+            m.path[NBR_PATH_SOCKET] = (nbr_path_cost_t){.alpha = socket.alpha, .bandwidth = socket.bandwidth, .overhead = socket.overhead};
             how[NBR_PATH_SOCKET] = measured;
         } else if (!from_base) {
             m.path[NBR_PATH_SOCKET] = copy; /* one rank per node: never used */
         }
         if (other_socket.peer >= 0) {
-            m.path[NBR_PATH_NODE] = (nbr_path_cost_t){other_socket.alpha, other_socket.bandwidth, other_socket.overhead};
+            m.path[NBR_PATH_NODE] = (nbr_path_cost_t){.alpha = other_socket.alpha, .bandwidth = other_socket.bandwidth, .overhead = other_socket.overhead};
             how[NBR_PATH_NODE] = measured;
         } else if (!from_base) {
             m.path[NBR_PATH_NODE] = m.path[NBR_PATH_SOCKET]; /* one socket: never used */
         }
         if (network.peer >= 0) {
-            m.path[NBR_PATH_NETWORK] = (nbr_path_cost_t){network.alpha, network.bandwidth, network.overhead};
+            m.path[NBR_PATH_NETWORK] = (nbr_path_cost_t){.alpha = network.alpha, .bandwidth = network.bandwidth, .overhead = network.overhead};
             m.nics = 1;
             m.nic_bandwidth = nic;
             m.nic_burst = (double)o.link_burst;
@@ -671,7 +708,7 @@ int main(int argc, char **argv)
             m.core_network_eager = (size_t)eager;
         }
         if (!from_base) { /* no GPU measured here: host copies stand in */
-            m.path[NBR_PATH_DEVICE] = m.path[NBR_PATH_COPY];
+            m.path[NBR_PATH_DEVICE] = copy; /* without the cached rate: path copy's alone */
             m.path[NBR_PATH_GPU] = m.path[NBR_PATH_NODE];
         }
         /* a small call takes its start, its messages' hand-offs where ranks
@@ -719,6 +756,11 @@ int main(int argc, char **argv)
                     o.eager >= 0 ? "--eager-bytes" : "btl_tcp_eager_limit less 64, MPI_T; 0: none");
         if (o.link_burst > 0)
             fprintf(out, "#   burst: %ld bytes (--link-burst-bytes)\n", o.link_burst);
+        if (o.cached_copy > 0)
+            fprintf(out, "#   copies: %.2f GB/s for %lu bytes, %.2f GB/s for %ld bytes in a "
+                         "core's cache%s\n",
+                    copy.bandwidth * 1e-9, (unsigned long)o.max_bytes, cached * 1e-9,
+                    o.cached_copy, cached > copy.bandwidth ? "" : ": no faster, not written");
         if (num_calls > 0) {
             fprintf(out, "#   small calls (allgather of 8 B, random graphs, timed as nbr_bench "
                          "times them, interleaved, median of %d): algorithm density "
