@@ -104,11 +104,12 @@ struct nbr_executor {
 
 /* Where one communicator's executors run. */
 struct nbr_exec_domain {
+    nbr_executor_t *in_flight;     /* running now, progressed together (first:
+                                    * nbrcoll's shortcut reads it, front/comm.h) */
     const nbr_executor_kind_t *kind;
     MPI_Comm comm;                 /* nbrcoll's private duplicate */
     struct nbr_device_ctx *device; /* the device executor's; NULL otherwise */
     int rank, nranks;              /* in comm */
-    nbr_executor_t *in_flight;     /* running now, progressed together */
 };
 
 /* Collective over comm: turns the device layer on when a backend is in

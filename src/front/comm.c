@@ -659,14 +659,29 @@ void nbr_comm_count_shortcut(nbr_comm_t *state)
     cut->uncounted = 0;
 }
 
+/* A predefined type's size, which cannot change (MPI forbids freeing
+ * one); -1 for a derived type, whose handle may name another type later. */
+static int predefined_size(MPI_Datatype type)
+{
+    int ints = 0, addresses = 0, types = 0, combiner = -1, size = -1;
+    if (MPI_Type_get_envelope(type, &ints, &addresses, &types, &combiner) != MPI_SUCCESS ||
+        combiner != MPI_COMBINER_NAMED || MPI_Type_size(type, &size) != MPI_SUCCESS)
+        return -1;
+    return size;
+}
+
 void nbr_comm_arm_shortcut(nbr_comm_t *state, nbr_shared_plan_t *plan,
-                           const nbr_algorithm_t *algorithm, nbr_decision_t *decision)
+                           const nbr_algorithm_t *algorithm, nbr_decision_t *decision,
+                           MPI_Datatype sendtype, MPI_Datatype recvtype)
 {
     nbr_comm_count_shortcut(state); /* with the plan they ran */
     plan->refs++;
     nbr_shared_plan_release(state->shortcut.plan);
+    int size = sendtype == recvtype ? predefined_size(sendtype) : -1;
     state->shortcut = (nbr_shortcut_t){.block_bytes = plan->layout.send[0].bytes,
                                        .algorithm = algorithm,
                                        .decision = decision,
+                                       .type = size >= 0 ? sendtype : MPI_DATATYPE_NULL,
+                                       .type_size = size,
                                        .plan = plan};
 }

@@ -85,8 +85,11 @@ typedef struct nbr_shortcut {
     size_t block_bytes;                /* 0: none armed */
     const nbr_algorithm_t *algorithm;  /* the library row */
     nbr_decision_t *decision;          /* auto's that chose it; NULL: forced */
-    nbr_shared_plan_t *plan;           /* what a call moves (counters); referenced */
+    MPI_Datatype type;                 /* the arming call's, where predefined (its
+                                        * size cannot change); else MPI_DATATYPE_NULL */
+    int type_size;                     /* its size: calls with it skip MPI_Type_size */
     unsigned long long uncounted;      /* calls not in the counters yet */
+    nbr_shared_plan_t *plan;           /* what a call moves (counters); referenced */
 } nbr_shortcut_t;
 
 typedef struct nbr_comm {
@@ -250,9 +253,11 @@ void nbr_comm_count_shortcut(nbr_comm_t *state);
 
 /* Arms the shortcut for blocking allgathers like the one plan (referenced
  * here) was built for, run by the library row algorithm as decision
- * (NULL: forced) chose. */
+ * (NULL: forced) chose; a predefined type both sides of that call used
+ * keeps its size there. */
 void nbr_comm_arm_shortcut(nbr_comm_t *state, nbr_shared_plan_t *plan,
-                           const nbr_algorithm_t *algorithm, nbr_decision_t *decision);
+                           const nbr_algorithm_t *algorithm, nbr_decision_t *decision,
+                           MPI_Datatype sendtype, MPI_Datatype recvtype);
 
 /* The user's block of in-neighbor (out-neighbor) k. */
 static inline int nbr_comm_in_block(const nbr_comm_t *state, int k)

@@ -745,7 +745,8 @@ static int prepare(const nbr_call_t *call, const nbr_algorithm_t *algorithm,
                                   state->config.algorithm
                                       ? NULL
                                       : nbr_comm_decision(state, NBR_CALL_ALLGATHER,
-                                                          req->plan->layout.send[0].bytes));
+                                                          req->plan->layout.send[0].bytes),
+                                  call->sendtype, call->recvtype);
         return NBR_SUCCESS;
     }
     /* plans move bytes: staged buffers get their area (and their own

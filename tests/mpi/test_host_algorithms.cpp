@@ -713,6 +713,55 @@ TEST(HostShortcut, FreedCommunicatorsHandleComesBack)
     nbr_comm_release(kept);
 }
 
+// The shortcut keeps a predefined type's size from the call that armed it
+// and asks MPI for any other type's. A freed derived type's handle may
+// come back as another type of another size (Open MPI reuses it): a call
+// with it must not pass for one of the old block size, which its counters
+// would show (bytes of the new blocks, every call).
+TEST(HostShortcut, TypesOfOtherSizes)
+{
+    const int me = world_rank(), n = world_size();
+    const int dest = (me + 1) % n, source = (me + n - 1) % n;
+    MPI_Comm comm = MPI_COMM_NULL;
+    ASSERT_EQ(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &source, MPI_UNWEIGHTED, 1, &dest,
+                                             MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm),
+              MPI_SUCCESS);
+    attach_mpi(comm);
+    std::vector<int> send(12), got(12), want(12);
+    // one call in ints units: block_ints ints a block, as count of type
+    auto call = [&](MPI_Datatype type, int count, int block_ints, int round) {
+        nbrtest::fill_ints(send, me, round);
+        nbrtest::fill_ints(want, source, round);
+        std::fill(got.begin(), got.end(), -1);
+        nbr_counters_t before{}, after{};
+        EXPECT_EQ(nbr_get_counters(comm, &before), NBR_SUCCESS);
+        EXPECT_EQ(nbr_neighbor_allgather(send.data(), count, type, got.data(), count, type, comm),
+                  NBR_SUCCESS);
+        EXPECT_EQ(nbr_get_counters(comm, &after), NBR_SUCCESS);
+        EXPECT_TRUE(std::equal(got.begin(), got.begin() + block_ints, want.begin()))
+            << "round " << round << ", rank " << me;
+        const uint64_t bytes = after.bytes_intra_node + after.bytes_inter_node -
+                               before.bytes_intra_node - before.bytes_inter_node;
+        EXPECT_EQ(bytes, source == me ? 0u : (uint64_t)block_ints * sizeof(int))
+            << "round " << round << ", rank " << me;
+    };
+    for (int round = 0; round < 3; round++) // the later two by the shortcut
+        call(MPI_INT, 5, 5, round);
+    call(MPI_BYTE, 20, 5, 3); // the same bytes in another predefined type
+    MPI_Datatype pair = MPI_DATATYPE_NULL, triple = MPI_DATATYPE_NULL;
+    ASSERT_EQ(MPI_Type_contiguous(2, MPI_INT, &pair), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Type_commit(&pair), MPI_SUCCESS);
+    for (int round = 4; round < 7; round++) // a new block size: pair's call arms the shortcut
+        call(pair, 3, 6, round);
+    MPI_Type_free(&pair);
+    ASSERT_EQ(MPI_Type_contiguous(3, MPI_INT, &triple), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Type_commit(&triple), MPI_SUCCESS);
+    for (int round = 7; round < 10; round++) // 9 ints a block, not 6
+        call(triple, 3, 9, round);
+    MPI_Type_free(&triple);
+    MPI_Comm_free(&comm);
+}
+
 // A thread remembers several communicators at once (a benchmark, or a
 // program with several halos, calls them in turn): each call finds its
 // own communicator's state, with its own data and counters, whichever
