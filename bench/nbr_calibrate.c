@@ -453,9 +453,16 @@ static double measure_cached_copy(size_t bytes)
         if (i >= 0 && t < best)
             best = t;
     }
+    int timed = a && b && best > 0;
     free(a);
     free(b);
-    return a && b && best > 0 ? (double)bytes / best : 0;
+    return timed ? (double)bytes / best : 0;
+}
+
+/* A path's cost as the ping-pong fitted it (no cached rate: copies only). */
+static nbr_path_cost_t fitted_cost(const fit_t *f)
+{
+    return (nbr_path_cost_t){.alpha = f->alpha, .bandwidth = f->bandwidth, .overhead = f->overhead};
 }
 
 static void print_sweep(FILE *out, const char *what, const fit_t *f, const options_t *o,
@@ -669,19 +676,19 @@ int main(int argc, char **argv)
         }
         const char *how[NBR_NUM_PATHS] = {measured, kept, kept, kept, kept, kept};
         if (socket.peer >= 0) {
-            m.path[NBR_PATH_SOCKET] = (nbr_path_cost_t){.alpha = socket.alpha, .bandwidth = socket.bandwidth, .overhead = socket.overhead};
+            m.path[NBR_PATH_SOCKET] = fitted_cost(&socket);
             how[NBR_PATH_SOCKET] = measured;
         } else if (!from_base) {
             m.path[NBR_PATH_SOCKET] = copy; /* one rank per node: never used */
         }
         if (other_socket.peer >= 0) {
-            m.path[NBR_PATH_NODE] = (nbr_path_cost_t){.alpha = other_socket.alpha, .bandwidth = other_socket.bandwidth, .overhead = other_socket.overhead};
+            m.path[NBR_PATH_NODE] = fitted_cost(&other_socket);
             how[NBR_PATH_NODE] = measured;
         } else if (!from_base) {
             m.path[NBR_PATH_NODE] = m.path[NBR_PATH_SOCKET]; /* one socket: never used */
         }
         if (network.peer >= 0) {
-            m.path[NBR_PATH_NETWORK] = (nbr_path_cost_t){.alpha = network.alpha, .bandwidth = network.bandwidth, .overhead = network.overhead};
+            m.path[NBR_PATH_NETWORK] = fitted_cost(&network);
             m.nics = 1;
             m.nic_bandwidth = nic;
             m.nic_burst = (double)o.link_burst;
