@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks grid_report.py's verdicts and simulator table on hand-made CSVs:
 a clear win, a loss within the run's noise, a clear loss, predictions
-inside and outside 25 %, the points it flags for fresh runs, and a verdict
-over three runs. Exit status 0 when every check holds."""
+inside and outside 25 %, the points it flags for fresh runs, and verdicts
+over three runs, which pair auto with mpi run by run. Exit status 0 when
+every check holds."""
 import os
 import subprocess
 import sys
@@ -116,6 +117,46 @@ def main():
              "t, first runs alone: 1 ok, 1 tie (noise), 2 LOSS" in confirmed),
         ]
         failures += [name for name, ok in checks if not ok]
+
+    # runs on a machine whose state moves between them: auto is judged on
+    # its ratio to mpi run by run (the median of those), not on medians
+    # taken over the runs apart
+    with tempfile.TemporaryDirectory() as d:
+        runs = {  # (mpi, auto) per run of point q 16 and q 64
+            "tiny": ((110, 112), (130, 95)),    # the first runs: ok, ok
+            "16-confirm1": ((80, 90), None),    # 0.89
+            "16-confirm2": ((70, 71), None),    # 0.99
+            "64-confirm1": (None, (100, 112)),  # 0.89
+            "64-confirm2": (None, (120, 138)),  # 0.87
+        }
+        paths = []
+        for kind, times in runs.items():
+            path = os.path.join(d, "t-q-%s.csv" % kind)
+            paths.append(path)
+            with open(path, "w") as f:
+                f.write(BENCH_HEAD)
+                for size, pair in zip((16, 64), times):
+                    if pair:
+                        # auto runs naive's code, 1 % apart: the noise
+                        f.writelines(bench_rows("q", size, {"mpi": pair[0],
+                            "naive": pair[1] * 1.01, "halving": 300, "combining": 300,
+                            "leader": 300, "auto": pair[1]}, "naive"))
+        paired = subprocess.run([sys.executable, os.path.join(HERE, "grid_report.py"),
+                                 "--out", d] + paths, capture_output=True, text=True).stdout
+
+        def q_line(size):
+            return next((l for l in paired.splitlines()
+                         if l.split()[:2] == ["q", size] and "auto(" in l), "")
+        # 16 B: medians over the runs apart pair mpi's 80 with auto's 90
+        # (0.89); run by run 0.98, 0.89, 0.99: ok
+        # 64 B: apart, mpi's 120 with auto's 112 (1.07); run by run 1.37,
+        # 0.89, 0.87: a loss
+        checks = [("paired runs: 16 B ok", q_line("16").split("  (")[0].endswith("ok")),
+                  ("paired runs: a/mpi 0.98", q_line("16").split()[8] == "0.98"),
+                  ("paired runs: 64 B a loss", q_line("64").split("  (")[0].endswith("LOSS"))]
+        failures += [name for name, ok in checks if not ok]
+        if any(not ok for _, ok in checks):
+            text = paired
     if failures:
         sys.stdout.write(text)
         print("FAILED: " + "; ".join(failures))
