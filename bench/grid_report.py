@@ -119,19 +119,22 @@ def noise_of(points):
     return quantile(spread, 0.9), len(spread)
 
 
-def judge(algs, noise, time, paired=False):
-    """(verdict, auto / best fixed, auto / mpi, the best fixed) of one
-    point, with time(runs) giving an algorithm's time; paired: the ratios
-    are the medians of each run's (run_ratios)."""
+def judge(algs, noise, first_only=False):
+    """(verdict, auto / best fixed, auto / mpi, the best fixed, and those two
+    ratios in each run) of one point: the best fixed algorithm by its
+    median over the runs, each ratio the median of the runs' (run_ratios);
+    first_only: the first run alone."""
+    if first_only:
+        algs = {a: runs[:1] for a, runs in algs.items()}
     fixed = [a for a in FIXED if a in algs]
-    best = min(fixed, key=lambda a: time(algs[a]))
-    rb, rm = run_ratios(algs, best) if paired else ([], [])
+    best = min(fixed, key=lambda a: med(algs[a]))
+    rb, rm = run_ratios(algs, best)
     if rb:
         r_best, r_mpi = statistics.median(rb), statistics.median(rm)
-    else:
-        auto = time(algs["auto"])
-        r_best = time(algs[best]) / auto
-        r_mpi = time(algs["mpi"]) / auto
+    else:  # no run timed all three: medians over the runs apart
+        auto = med(algs["auto"])
+        r_best = med(algs[best]) / auto
+        r_mpi = med(algs["mpi"]) / auto
     worst = min(r_best / BEST_TARGET, r_mpi / MPI_TARGET)
     if worst >= 1:
         v = "ok"
@@ -139,7 +142,7 @@ def judge(algs, noise, time, paired=False):
         v = "tie (noise)"
     else:
         v = "LOSS"
-    return v, r_best, r_mpi, best
+    return v, r_best, r_mpi, best, rb, rm
 
 
 def run_ratios(algs, best):
@@ -157,7 +160,7 @@ def flagged(config, points, noise, tags):
     out = []
     for (p, b), algs in sorted(points.items()):
         if "auto" in algs and "mpi" in algs and (config, p) in tags:
-            if judge(algs, noise, first)[0] != "ok":
+            if judge(algs, noise, first_only=True)[0] != "ok":
                 out.append((config, tags[(config, p)], b))
     return out
 
@@ -177,8 +180,8 @@ def verdicts(config, points, picks, order, out):
             algs = points[(p, b)]
             if "auto" not in algs or "mpi" not in algs:
                 continue
-            v, r_best, r_mpi, best = judge(algs, noise, med, paired=True)
-            v_first = judge(algs, noise, first)[0]
+            v, r_best, r_mpi, best, rb, rm = judge(algs, noise)
+            v_first = judge(algs, noise, first_only=True)[0]
             tally[v] += 1
             first_tally[v_first] += 1
             chose = "/".join(sorted({r["chosen"] for r in algs["auto"]}))
@@ -188,7 +191,6 @@ def verdicts(config, points, picks, order, out):
             runs = len(algs["auto"])
             if runs > 1:
                 repeated = True
-                rb, rm = run_ratios(algs, best)
                 line += "  (%d runs: a/best %.2f-%.2f, a/mpi %.2f-%.2f; first run %s)" % (
                     runs, min(rb), max(rb), min(rm), max(rm), v_first)
             out.append(line)
