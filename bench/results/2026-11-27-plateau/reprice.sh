@@ -1,0 +1,73 @@
+#!/bin/bash
+# reprice.sh [COPY_GBPS]: nbr_sim ($NBR_SIM, default build/bench/nbr_sim)
+# prices the grid's seven patterns for each cluster grid below with that
+# grid's own calibration, and prints one line per point: grid, pattern,
+# bytes, algorithm, measured and predicted speedup over naive, their ratio
+# (score.py's rule: a point is within 25 % when the ratio is in 0.75-1.25).
+# COPY_GBPS (0 or absent: as calibrated) sets the large copies' rate. The
+# calibrations of 2026-11-25/26 lack some fields: burst_bytes=125000 and
+# eager_bytes=65472 are added as score-grids.sh of ../2026-11-26-cached-copies
+# does, and CB=65536 CR=35 gives them a cached copy rate as later
+# calibrations measure one (24-38 GB/s). The experiment's knobs
+# (variants.diff: XA, XB, XT, XN, XS, XK) pass to nbr_sim through the
+# environment. Run from the repository root; stats.py sums the lines up.
+set -euo pipefail
+sim=${NBR_SIM:-build/bench/nbr_sim} copy=${1:-0}
+R=bench/results
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fields() { # machine file -> the fields it lacks, the copy rates asked for
+  sed -e "/burst_bytes/!s/^nics \(.*\)$/nics \1 burst_bytes=125000/" \
+      -e "s/^cores \([0-9]* per=job network_gbytes_per_s=[0-9.e+-]*\) message/cores \1 eager_bytes=65472 message/" "$1" |
+  awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" '
+    /^path copy/ && r > 0 { for (i = 1; i <= NF; i++) if ($i ~ /^gbytes_per_s=/) $i = "gbytes_per_s=" r }
+    /^path copy/ && cb > 0 && !/cached/ { $0 = $0 " cached_bytes=" cb " cached_gbytes_per_s=" cr } { print }'
+}
+# 2026-11-25: no cores line then (the one ../2026-11-26-handoff used);
+# 2026-11-27 grid/: the experiment's start and turn replaced by what the
+# line through its small calls gives (its README: 340 us, 4.97 us)
+grep -v '^call' $R/2026-11-25-grid-confirm/grid/cluster.machine >"$tmp/g1.in"
+echo "cores 2 per=job network_gbytes_per_s=0.165 message_us=6.79" >>"$tmp/g1.in"
+echo "call start_us=423" >>"$tmp/g1.in"
+sed -e 's/^call .*/call start_us=340/' -e 's/message_us=[0-9.]*/message_us=4.97/' \
+    $R/2026-11-27-sparse-calls/grid/cluster.machine >"$tmp/g7.in"
+grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
+       "g2 2026-11-26-handoff/grid"
+       "g3 2026-11-26-fair-nics/grid"
+       "g4 2026-11-26-fair-nics/grid-cluster-block5"
+       "g5 2026-11-26-blocks-default/grid"
+       "g6 2026-11-26-blocks-default/grid-cluster-2"
+       "g7 2026-11-27-sparse-calls/grid $tmp/g7.in"
+       "g8 2026-11-27-sparse-calls/grid-cluster-final"
+       "g9 2026-11-27-plateau/grid-cluster"
+       "g10 2026-11-27-plateau/grid-cluster-2")
+for item in "${grids[@]}"; do
+  set -- $item
+  [[ -d $R/$2 ]] || continue
+  fields "${3:-$R/$2/cluster.machine}" >"$tmp/m"
+  for p in "rsg 0.05" "rsg 0.2" "rsg 0.4" "rsg 0.7" "moore 2 1" "moore 2 2" "moore 3 1"; do
+    set -- $p
+    if [[ $1 == rsg ]]; then g=(--pattern rsg --density "$2" --seed 1); else g=(--pattern moore --dims "$2" --radius "$3"); fi
+    "$sim" --machine "$tmp/m" "${g[@]}" --ranks 16 --ranks-per-node 4 --min-bytes 16 --max-bytes 16Mi \
+      --algorithms naive,halving,combining,leader --csv "$tmp/p-$1-$2-${3:-}.csv" >/dev/null
+  done
+  set -- $item
+  python3 - "$1" "$R/$2" "$tmp" <<'PY'
+import csv, glob, statistics as st, sys
+label, res, tmp = sys.argv[1:4]
+meas, pred = {}, {}
+for f in glob.glob(res + '/cluster-*.csv'):
+    if not f.endswith('-sim.csv'):
+        for row in csv.DictReader(open(f)):
+            meas.setdefault((row['pattern'], int(row['bytes']), row['algorithm']), []).append(float(row['median_us']))
+for f in glob.glob(tmp + '/p-*.csv'):
+    for row in csv.DictReader(open(f)):
+        pred[(row['pattern'], int(row['bytes']), row['algorithm'])] = float(row['seconds'])
+for k in sorted(pred):
+    if k[2] in ('naive', 'auto') or k not in meas:
+        continue
+    n = (k[0], k[1], 'naive')
+    m = st.median(meas[n]) / st.median(meas[k]); p = pred[n] / pred[k]
+    print('%s;%s;%d;%s;%.3f;%.3f;%.3f' % (label, k[0], k[1], k[2], m, p, p / m))
+PY
+  rm -f "$tmp"/p-*.csv
+done
