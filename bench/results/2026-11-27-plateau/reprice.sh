@@ -1,7 +1,8 @@
 #!/bin/bash
-# reprice.sh [COPY_GBPS]: nbr_sim ($NBR_SIM, default build/bench/nbr_sim)
-# prices the grid's seven patterns for each cluster grid below with that
-# grid's own calibration, and prints one line per point: grid, pattern,
+# reprice.sh [COPY_GBPS]: nbr_sim ($NBR_SIM, default build/bench/nbr_sim,
+# through ../2026-11-24-sim-cpu/predict.sh) prices the grid's seven
+# patterns for each cluster grid below with that grid's own calibration,
+# and prints one line per point: grid, pattern,
 # bytes, algorithm, measured and predicted speedup over naive, their ratio
 # (score.py's rule: a point is within 25 % when the ratio is in 0.75-1.25).
 # COPY_GBPS (0 or absent: as calibrated) sets the large copies' rate. The
@@ -44,13 +45,7 @@ for item in "${grids[@]}"; do
   set -- $item
   [[ -d $R/$2 ]] || continue
   fields "${3:-$R/$2/cluster.machine}" >"$tmp/m"
-  for p in "rsg 0.05" "rsg 0.2" "rsg 0.4" "rsg 0.7" "moore 2 1" "moore 2 2" "moore 3 1"; do
-    set -- $p
-    if [[ $1 == rsg ]]; then g=(--pattern rsg --density "$2" --seed 1); else g=(--pattern moore --dims "$2" --radius "$3"); fi
-    "$sim" --machine "$tmp/m" "${g[@]}" --ranks 16 --ranks-per-node 4 --min-bytes 16 --max-bytes 16Mi \
-      --algorithms naive,halving,combining,leader --csv "$tmp/p-$1-$2-${3:-}.csv" >/dev/null
-  done
-  set -- $item
+  NBR_SIM=$sim $R/2026-11-24-sim-cpu/predict.sh "$tmp/p" cluster "$tmp/m" 16 4
   python3 - "$1" "$R/$2" "$tmp" <<'PY'
 import csv, glob, statistics as st, sys
 label, res, tmp = sys.argv[1:4]
@@ -59,7 +54,7 @@ for f in glob.glob(res + '/cluster-*.csv'):
     if not f.endswith('-sim.csv'):
         for row in csv.DictReader(open(f)):
             meas.setdefault((row['pattern'], int(row['bytes']), row['algorithm']), []).append(float(row['median_us']))
-for f in glob.glob(tmp + '/p-*.csv'):
+for f in glob.glob(tmp + '/p/cluster-*.csv'):
     for row in csv.DictReader(open(f)):
         pred[(row['pattern'], int(row['bytes']), row['algorithm'])] = float(row['seconds'])
 for k in sorted(pred):
@@ -69,5 +64,5 @@ for k in sorted(pred):
     m = st.median(meas[n]) / st.median(meas[k]); p = pred[n] / pred[k]
     print('%s;%s;%d;%s;%.3f;%.3f;%.3f' % (label, k[0], k[1], k[2], m, p, p / m))
 PY
-  rm -f "$tmp"/p-*.csv
+  rm -rf "$tmp/p"
 done
