@@ -22,16 +22,19 @@
 /* nbr_auto_trials when not configured: the fewest blocking calls timed on
  * each side of auto's trial (front/select.h); with 3, halving's spread of
  * call times left near-ties to noise on this 2-core machine. Cheap calls
- * get more, as many as fit in NBR_TRIAL_SIDE_SECONDS per side, up to
- * NBR_AUTO_TRIALS_MAX: the shorter a call, the larger the share of the
- * machine's jitter in its time, and the less a trial call costs. With at
- * most 25, calls of 20 us on one node of 8 (Moore d2 r1, 16 B: single
- * calls from 11 to 180 us) kept halving in one run of three, which the
- * bench then timed at 0.87x of MPI's call
- * (bench/results/2026-11-26-blocks-default); 100 such calls take 2 ms. */
+ * get more, as many rounds as fit in NBR_TRIAL_SIDE_SECONDS per side
+ * (all sides' calls of a round together), up to NBR_AUTO_TRIALS_MAX: the
+ * shorter a call, the larger the share of the machine's jitter in its
+ * time, and the less a trial call costs. With at most 25, calls of 20 us
+ * on one node of 8 (Moore d2 r1, 16 B: single calls from 11 to 180 us)
+ * kept halving in one run of three, which the bench then timed at 0.87x
+ * of MPI's call (bench/results/2026-11-26-blocks-default); 100 such calls
+ * take 2 ms. With 10 ms per side, calls of 0.5-1.5 ms on the emulated
+ * cluster (Moore d3 r1, 16 B) got 6-9 each, and auto kept combining at
+ * 0.88x of halving in two runs of three. */
 #define NBR_AUTO_TRIALS_DEFAULT 5
 #define NBR_AUTO_TRIALS_MAX 100
-#define NBR_TRIAL_SIDE_SECONDS 0.01
+#define NBR_TRIAL_SIDE_SECONDS 0.03
 
 /* auto's fallback, the plan MPI itself runs: where the MPI library can run
  * the calls (library_usable: the communicator's buffers are host memory on
