@@ -19,8 +19,9 @@
  * of the winner) run in turns, each call timed by the caller, the first
  * round not counted (it pays for each plan's first run), then
  * nbr_auto_trials counted rounds, or more for cheap calls (as many as fit
- * in 10 ms per side, at most 25, alg/select.h); the side whose median
- * call (each call's time: its slowest rank's) was fastest is kept from
+ * in 30 ms per side, at most 100, alg/select.h); the side whose middle
+ * half of calls (each call's time: its slowest rank's) was fastest on
+ * average is kept from
  * then on, but a plan of nbrcoll's own must beat the baseline by 3 %; when the kept one is not the priced
  * winner, a second trial (the winner, that one, the others that beat the
  * winner within 10 % of the fastest, and the baseline) decides.
