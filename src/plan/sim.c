@@ -385,6 +385,20 @@ static double past_burst(sim_t *s, int k, double w)
     return rest > 0 ? rest : 0;
 }
 
+/* Seconds of a network message's bytes (bytes_time at the path's rate)
+ * on its sender's port and in flight, where of its wire time (seconds at
+ * the interfaces' rate) past_out and past_in did not pass on the
+ * interfaces' bursts: the part that did passes at the burst's rate where
+ * the machine gives one (machine.h, burst_gbytes_per_s). */
+static double network_bytes_seconds(const nbr_machine_t *m, size_t bytes, double bytes_time,
+                                    double wire, double past_out, double past_in)
+{
+    if (!(m->nic_burst_bandwidth > 0) || !(wire > 0))
+        return bytes_time;
+    double held = (past_out > past_in ? past_out : past_in) / wire; /* share at the link's rate */
+    return bytes_time * held + (double)bytes * (1 - held) / m->nic_burst_bandwidth;
+}
+
 /* Message op (w seconds of bytes at the interface's full rate) enters
  * interface k at time t. */
 static int nic_enter(sim_t *s, int k, int op, double t, double w)
@@ -443,6 +457,18 @@ static int issue_send(sim_t *s, int r, double t)
     const nbr_machine_t *m = s->in->machine;
     nbr_path_t path = nbr_sim_path(s->in, r, op->peer);
     double alpha = m->path[path].alpha, bytes_time = (double)op->bytes / path_bandwidth(s->in, path, r, op->peer);
+    int out = 0, in = 0;
+    double wire_out = 0, wire_in = 0;
+    if (path == NBR_PATH_NETWORK) {
+        /* its bytes use up both interfaces' bursts first */
+        const nbr_locality_t *loc = s->in->locality;
+        out = loc->node_of[r] * s->nics + s->nic_of[r];
+        in = s->nic_count / 2 + loc->node_of[op->peer] * s->nics + s->nic_of[op->peer];
+        double wire = (double)op->bytes / m->nic_bandwidth;
+        wire_out = past_burst(s, out, wire);
+        wire_in = past_burst(s, in, wire);
+        bytes_time = network_bytes_seconds(m, op->bytes, bytes_time, wire, wire_out, wire_in);
+    }
     double overhead = send_overhead(s, r, path), busy = overhead + bytes_time; /* the port */
     t = handoff_done(s, r, t);
     t = bytes_start(s, r, t, path, bytes_time);
@@ -452,11 +478,6 @@ static int issue_send(sim_t *s, int r, double t)
     s->result->messages[path]++;
     s->result->bytes[path] += op->bytes;
     if (path == NBR_PATH_NETWORK) {
-        const nbr_locality_t *loc = s->in->locality;
-        int out = loc->node_of[r] * s->nics + s->nic_of[r];
-        int in = s->nic_count / 2 + loc->node_of[op->peer] * s->nics + s->nic_of[op->peer];
-        double wire = (double)op->bytes / m->nic_bandwidth;
-        double wire_out = past_burst(s, out, wire), wire_in = past_burst(s, in, wire);
         double sent = t + overhead, flight = flight_seconds(s, r, path);
         /* the shared cores' time on the bytes the sender's interface holds
          * back, beside the wire, for a message sent by rendezvous

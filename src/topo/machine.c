@@ -18,19 +18,25 @@ const char *nbr_path_name(nbr_path_t path)
 
 /* alpha_us=A gbytes_per_s=B [overhead_us=O], in any order; bandwidth
  * required; alpha and overhead only where `cost` is a path's, burst_bytes
- * only where `burst` is given (the nics line), cached_bytes and
- * cached_gbytes_per_s only where `cached` is set (path copy). */
+ * and burst_gbytes_per_s only where `nics` is given (the nics line, into
+ * its machine), cached_bytes and cached_gbytes_per_s only where `cached`
+ * is set (path copy). */
 static int parse_cost(nbr_text_parser_t *p, char **words, int count, nbr_path_cost_t *cost,
-                      double *bandwidth, double *burst, int cached)
+                      double *bandwidth, nbr_machine_t *nics, int cached)
 {
     int have_alpha = 0, have_bandwidth = 0, need_alpha = cost != NULL, rc = NBR_SUCCESS;
     int have_cached_bytes = 0, have_cached_rate = 0;
     for (int w = 0; w < count && rc == NBR_SUCCESS; w++) {
         const char *value;
-        if (burst && (value = nbr_text_keyed(words[w], "burst_bytes"))) {
+        if (nics && (value = nbr_text_keyed(words[w], "burst_bytes"))) {
             int bytes = 0;
             rc = nbr_text_int(p, value, 0, 1 << 30, &bytes);
-            *burst = bytes;
+            nics->nic_burst = bytes;
+        } else if (nics && (value = nbr_text_keyed(words[w], "burst_gbytes_per_s"))) {
+            rc = nbr_text_double(p, value, &nics->nic_burst_bandwidth);
+            nics->nic_burst_bandwidth *= 1e9;
+            if (rc == NBR_SUCCESS && !(nics->nic_burst_bandwidth > 0))
+                rc = nbr_text_error(p, "burst_gbytes_per_s must be above 0");
         } else if (cached && (value = nbr_text_keyed(words[w], "cached_bytes"))) {
             int bytes = 0;
             rc = nbr_text_int(p, value, 1, 1 << 30, &bytes);
@@ -170,8 +176,7 @@ int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t 
             else if (count < 2)
                 rc = nbr_text_error(&p, "'nics' needs a count");
             else if ((rc = nbr_text_int(&p, words[1], 1, 1024, &m->nics)) == NBR_SUCCESS)
-                rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth, &m->nic_burst,
-                                0);
+                rc = parse_cost(&p, words + 2, count - 2, NULL, &m->nic_bandwidth, m, 0);
         } else if (strcmp(words[0], "cores") == 0) {
             rc = cores++ ? nbr_text_error(&p, "'cores' given twice") : parse_cores(&p, m, words, count);
         } else if (strcmp(words[0], "call") == 0) {
@@ -221,6 +226,8 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
     fprintf(out, "nics %d gbytes_per_s=%.17g", m->nics, m->nic_bandwidth * 1e-9);
     if (m->nic_burst > 0)
         fprintf(out, " burst_bytes=%.0f", m->nic_burst);
+    if (m->nic_burst_bandwidth > 0)
+        fprintf(out, " burst_gbytes_per_s=%.17g", m->nic_burst_bandwidth * 1e-9);
     fputc('\n', out);
     if (m->cores > 0) {
         fprintf(out, "cores %d per=%s", m->cores, m->cores_per_job ? "job" : "node");

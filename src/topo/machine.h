@@ -16,7 +16,8 @@
  *   path node    alpha_us=1.2 gbytes_per_s=3
  *   path gpu     alpha_us=8   gbytes_per_s=50
  *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
- *   nics 1 gbytes_per_s=0.118 burst_bytes=125000   per node, each direction
+ *   nics 1 gbytes_per_s=0.118 burst_bytes=125000 burst_gbytes_per_s=0.37
+ *                                         per node, each direction
  *   cores 2 per=job network_gbytes_per_s=0.17 eager_bytes=65472 message_us=6
  *                                         optional, below
  *   call start_us=250                     optional, below
@@ -37,7 +38,13 @@
  * at once, without its rate, at the start of a call, as a token-bucket
  * shaper's bucket does after a pause (the emulated cluster's tc tbf holds
  * 1 ms of the link's traffic); the first bytes sent through it in a call
- * use it up. `cores N
+ * use it up. burst_gbytes_per_s (optional, with burst_bytes) is the rate
+ * a message's bytes that pass on the burst (on both interfaces) move at,
+ * in place of the network path's: in ten calibrations of the emulated
+ * cluster a ping-pong's 8 KiB took 0-19 us past alpha one way and 32 KiB
+ * 88-98 us, where the link's rate says 66 and 262 us (nbr_calibrate fits
+ * it). Without it those bytes take the path's rate on the sender's port
+ * and in flight (the interfaces' queues pass them at once either way). `cores N
  * [per=node|job]` (optional) says the host's CPU cores move the bytes of
  * local copies and of messages inside a node (memcpy through host memory),
  * N of them for each node's ranks, or with per=job for the whole job's (the
@@ -99,6 +106,7 @@ typedef struct nbr_machine {
     int nics;             /* network interfaces per node, shared by its ranks */
     double nic_bandwidth; /* bytes per second, each, each direction */
     double nic_burst;     /* bytes each passes at once at a call's start */
+    double nic_burst_bandwidth; /* bytes per second those pass at; 0: at once */
     int cores;            /* cores moving host-memory bytes; 0: one per rank */
     int cores_per_job;    /* 1: the job's ranks share them all; 0: each node's */
     double core_network_bandwidth; /* bytes per second one core moves to the

@@ -138,6 +138,11 @@ TEST(MachineFile, WritesWhatItReads)
         << text;
     EXPECT_EQ(back.nic_burst, 125000.0);
     EXPECT_EQ(back.core_network_eager, 65472u);
+    EXPECT_EQ(back.nic_burst_bandwidth, 0.0) << "no burst rate unless told";
+    m.nic_burst_bandwidth = 0.37e9;
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find(" burst_bytes=125000 burst_gbytes_per_s=0.37"), std::string::npos) << text;
+    EXPECT_DOUBLE_EQ(back.nic_burst_bandwidth, 0.37e9);
     std::string shaped = std::string(full);
     shaped.replace(shaped.find("nics 4 gbytes_per_s=25"), 22,
                    "nics 4 burst_bytes=4096 gbytes_per_s=25");
@@ -214,6 +219,10 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 1 gbytes_per_s=1\ncores 0\n", "line 9: 0 outside"},
         {head + paths + "nics 1 gbytes_per_s=1 burst_bytes=-1\n", "line 8: -1 outside"},
         {head + paths + "nics 1 gbytes_per_s=1 burst_bytes=x\n", "line 8: 'x'"},
+        {head + paths + "nics 1 gbytes_per_s=1 burst_gbytes_per_s=0\n",
+         "line 8: burst_gbytes_per_s must be above 0"},
+        {head + "path network alpha_us=1 gbytes_per_s=1 burst_gbytes_per_s=1\n",
+         "line 2: unknown attribute 'burst_gbytes_per_s=1'"},
         {head + "path copy alpha_us=1 gbytes_per_s=1 burst_bytes=1\n",
          "line 2: unknown attribute 'burst_bytes=1'"},
         {head + "path copy alpha_us=1 gbytes_per_s=1 cached_bytes=4096\n",

@@ -247,6 +247,14 @@ TEST(Simulator, InterfacesPassABurstThenTheirRate)
     EXPECT_NEAR(run.ends[7], 2510 * us, 1e-9);
 }
 
+// Every rank's end time of a job that must simulate.
+std::vector<double> ends_of(const Plans &p, const nbr_locality_t *loc, const nbr_machine_t &m)
+{
+    Simulated run(p, loc, m);
+    EXPECT_EQ(run.rc, NBR_SUCCESS) << run.message;
+    return run.ends;
+}
+
 // The cores' network rate (machine.h) holds back messages sent by
 // rendezvous, and only their bytes past the sender's interface's burst:
 // messages up to eager_bytes and bytes that pass on a burst take no core.
@@ -258,11 +266,7 @@ TEST(Simulator, EagerMessagesAndBurstsTakeNoCore)
     m.cores = 1;
     m.cores_per_job = 1;
     m.core_network_bandwidth = 0.05e9; // 1000 B: 20 us of the job's one core
-    auto ends = [&]() {
-        Simulated run(q, &two.loc, m);
-        EXPECT_EQ(run.rc, NBR_SUCCESS) << run.message;
-        return run.ends;
-    };
+    auto ends = [&]() { return ends_of(q, &two.loc, m); };
     std::vector<double> e = ends();
     EXPECT_NEAR(e[2], 20 * us, 1e-12) << "as in SharedCoresQueueHostBytes";
     EXPECT_NEAR(e[3], 40 * us, 1e-12);
@@ -280,6 +284,32 @@ TEST(Simulator, EagerMessagesAndBurstsTakeNoCore)
     e = ends();
     EXPECT_NEAR(e[2], 11 * us, 1e-12);
     EXPECT_NEAR(e[3], 20 * us, 1e-12);
+}
+
+// With a burst rate (machine.h, burst_gbytes_per_s) the bytes that pass on
+// both interfaces' bursts go at that rate on the sender's port and in
+// flight, the rest at the path's.
+TEST(Simulator, BurstBytesTakeTheBurstRate)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
+    Plans q(two_crossings(), &two.loc);
+    m.nic_burst = 1500;
+    auto ends = [&]() { return ends_of(q, &two.loc, m); };
+    std::vector<double> e = ends();
+    EXPECT_NEAR(e[2], 11 * us, 1e-12) << "10 us + 1000 B at the path's 1 GB/s";
+    EXPECT_NEAR(e[3], 11 * us, 1e-12);
+    m.nic_burst_bandwidth = 10e9;
+    e = ends();
+    EXPECT_NEAR(e[2], 10.1 * us, 1e-12) << "all 1000 B on the burst, at 10 GB/s";
+    // rank 1's: 500 B left on both bursts (0.05 us), 500 B at 1 GB/s
+    EXPECT_NEAR(e[3], 10.55 * us, 1e-12);
+    m.nic_burst = 0;
+    e = ends();
+    // no burst: the rate has nothing to pass, and the two share the
+    // interface out of node 0 (2 us of bytes, then the flight)
+    EXPECT_NEAR(e[2], 12 * us, 1e-12);
+    EXPECT_NEAR(e[3], 12 * us, 1e-12);
 }
 
 // Host-memory bytes (messages inside a node, local copies) wait for a free

@@ -16,10 +16,22 @@ set -euo pipefail
 sim=${NBR_SIM:-build/bench/nbr_sim} copy=${1:-0}
 R=bench/results
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# BR (later, 2026-11-27-burst-rate): a burst rate for every calibration
+# without one: a number (GB/s), or "sweep" for the one nbr_calibrate now
+# fits (burst_rate.awk, from the file's own network sweep)
+burst_rate() {
+  case ${BR:-} in
+    "") echo 0 ;;
+    sweep) awk -f "$(dirname "$0")/../2026-11-27-burst-rate/burst_rate.awk" "$1" ;;
+    *) echo "$BR" ;;
+  esac
+}
 fields() { # machine file -> the fields it lacks, the copy rates asked for
+  local br; br=$(burst_rate "$1")
   sed -e "/burst_bytes/!s/^nics \(.*\)$/nics \1 burst_bytes=125000/" \
       -e "s/^cores \([0-9]* per=job network_gbytes_per_s=[0-9.e+-]*\) message/cores \1 eager_bytes=65472 message/" "$1" |
-  awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" '
+  awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" -v br="$br" '
+    /^nics / && br > 0 && !/burst_gbytes/ { $0 = $0 " burst_gbytes_per_s=" br }
     /^path copy/ && r > 0 { for (i = 1; i <= NF; i++) if ($i ~ /^gbytes_per_s=/) $i = "gbytes_per_s=" r }
     /^path copy/ && cb > 0 && !/cached/ { $0 = $0 " cached_bytes=" cb " cached_gbytes_per_s=" cr } { print }'
 }
