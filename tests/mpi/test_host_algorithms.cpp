@@ -521,6 +521,22 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
         EXPECT_EQ(d.num_sides, 0);
         EXPECT_EQ(d.algorithm, close ? leader : combining);
     }
+
+    // a side is rated by the mean of its middle half of calls, not by its
+    // median: halving's calls alternate 1300 and 900 us (20 counted: the
+    // round of 4450 us fits 20 in 3 x 30 ms), the middle half's mean 1100
+    // against combining's steady 1150, where the median (1300) would have
+    // rated combining faster and called a second trial
+    d = fresh();
+    int halving_calls = 0;
+    for (int k = 0; d.num_sides == 3 && d.retried == 0 && k < 1000; k++) {
+        const nbr_algorithm_t *side = d.sides[nbr_trial_side(&d)];
+        double t = side == halving ? (halving_calls++ % 2 ? 1300 : 900) : side == mpi ? 2000 : 1150;
+        EXPECT_EQ(nbr_comm_trial_record(state, &d, t * 1e-6), NBR_SUCCESS);
+    }
+    EXPECT_EQ(halving_calls, 21) << "one uncounted, 20 counted";
+    EXPECT_EQ(d.num_sides, 0) << "no second trial";
+    EXPECT_EQ(d.algorithm, halving);
     EXPECT_EQ(state->trials, 0) << "every trial counted out as it ended";
 }
 
