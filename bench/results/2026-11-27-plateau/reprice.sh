@@ -52,7 +52,8 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g7 2026-11-27-sparse-calls/grid $tmp/g7.in"
        "g8 2026-11-27-sparse-calls/grid-cluster-final"
        "g9 2026-11-27-plateau/grid-cluster"
-       "g10 2026-11-27-plateau/grid-cluster-2")
+       "g10 2026-11-27-plateau/grid-cluster-2"
+       "g11 2026-11-27-trial-budget/grid-cluster")
 for item in "${grids[@]}"; do
   set -- $item
   [[ -d $R/$2 ]] || continue
