@@ -385,8 +385,8 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
      * fastest would favour plans whose times spread widest, and bursts of
      * the machine fall outside it), which wavers less than the median: on
      * the emulated cluster, Moore d3 r1 at 16 B, medians of 30 calls put
-     * combining 1.09x (sd 0.07) of halving's time where the bench measured
-     * 1.07-1.18x, so one trial in ten chose it */
+     * combining at 0.99-1.24x of halving's time where the bench measured
+     * 1.07-1.18x, and 4 runs of 18 kept it (bench/results/2026-11-27-trial-budget) */
     double all[NBR_TRIAL_SIDES * NBR_AUTO_TRIALS_MAX] = {0}, job[NBR_TRIAL_SIDES];
     int mrc = MPI_Allreduce(trial->seconds, all, NBR_TRIAL_SIDES * NBR_AUTO_TRIALS_MAX,
                             MPI_DOUBLE, MPI_MAX, state->comm);
