@@ -53,7 +53,9 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g8 2026-11-27-sparse-calls/grid-cluster-final"
        "g9 2026-11-27-plateau/grid-cluster"
        "g10 2026-11-27-plateau/grid-cluster-2"
-       "g11 2026-11-27-trial-budget/grid-cluster")
+       "g11 2026-11-27-trial-budget/grid-cluster"
+       "g12 2026-11-27-trial-budget/grid-cluster-2"
+       "g13 2026-11-27-pooled/grid-cluster")
 for item in "${grids[@]}"; do
   set -- $item
   [[ -d $R/$2 ]] || continue
