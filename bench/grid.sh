@@ -4,8 +4,9 @@
 # and Moore stencils, sizes in powers of 4, on the emulated 4 x 4 cluster
 # (bench/cluster/local-cluster.sh, as root) and on one node of 8 ranks; asks
 # nbr_sim for its prediction of the same points; measures every point that
-# is not ok again in fresh runs (--confirm); then bench/grid_report.py
-# writes the verdict per point, the simulator table and the plots.
+# is not ok again in fresh runs (--confirm), the whole grid again with
+# --runs; then bench/grid_report.py writes the verdict per point, the
+# simulator table and the plots.
 #
 # Run with --help for usage.
 set -euo pipefail
@@ -28,6 +29,7 @@ ALGS=mpi,naive,halving,combining,leader,auto
 CLUSTER_MACHINE=calibrate
 NODE_MACHINE=default
 CONFIRM=2
+RUNS=1
 
 usage() {
   cat <<EOF
@@ -67,6 +69,12 @@ Usage: bench/grid.sh --out DIR [options]
   --node-machine F   the same for the node config ('default': the
                      library's built-in machine, NBR_MACHINE unset, what a
                      user who sets nothing gets) [$NODE_MACHINE]
+  --runs N           time the whole grid N times, config by config (one
+                     calibration each), every point judged and priced on
+                     the medians over its runs: a point's measured speedup
+                     over naive moves 1.1-1.2x between grids on the
+                     emulated cluster (bench/results/2026-11-27-pooled)
+                     [$RUNS]
   --confirm N        fresh runs of each point whose first verdict is not ok
                      (a tie or a loss), N rounds over them all; those
                      points are judged on each algorithm's median over
@@ -98,11 +106,13 @@ while (($#)); do
     --cluster-machine) CLUSTER_MACHINE=$2; shift 2 ;;
     --node-machine) NODE_MACHINE=$2; shift 2 ;;
     --confirm) CONFIRM=$2; shift 2 ;;
+    --runs) RUNS=$2; shift 2 ;;
     --help|-h) usage; exit 0 ;;
     *) echo "grid: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ -n $OUT ]] || { echo "grid: --out DIR is required" >&2; exit 2; }
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "grid: --runs takes a count of 1 or more" >&2; exit 2; }
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -169,8 +179,50 @@ bench() {
   CSVS+=("$csv")
 }
 
+# passes NAME MACHINE ITEM SUFFIX: one pattern's bench passes, into
+# CONFIG-TAG-PASS$SUFFIX.csv
+passes() {
+  local name=$1 machine=$2 item=$3 suffix=$4
+  local g tag pass lo hi iters
+  g=$(graph_args "$item")
+  tag=$(tag_of "$item")
+  # the smaller the calls, the more rounds (large ones cost seconds each)
+  for pass in tiny small large; do
+    case $pass in
+      tiny) lo=$min_b hi=$tiny_b ;;
+      small) lo=$((tiny_b * 4)) hi=$split_b ;;
+      large) lo=$((split_b * 4)) hi=$max_b ;;
+    esac
+    ((lo >= min_b)) || lo=$min_b
+    ((hi <= max_b)) || hi=$max_b
+    ((lo <= hi)) || continue
+    iters=$(iters_of "$name" "$lo")
+    # shellcheck disable=SC2086
+    bench "$name" "$machine" "$OUT/$name-$tag-$pass$suffix.csv" "$OUT/$name-$tag-$pass$suffix.txt" \
+      $g --min-bytes "$lo" --max-bytes "$hi" --iters "$iters"
+  done
+}
+
+# simulate NAME MACHINE ITEM RANKS RPN: nbr_sim on one pattern's points
+simulate() {
+  local name=$1 machine=$2 item=$3 ranks=$4 rpn=$5
+  local g tag
+  g=$(graph_args "$item")
+  tag=$(tag_of "$item")
+  # shellcheck disable=SC2086
+  local -a sim=("$BUILD/bench/nbr_sim" --machine "$machine" $g
+    --ranks "$ranks" --ranks-per-node "$rpn" --step 4
+    --min-bytes "$min_b" --max-bytes "$max_b"
+    --algorithms naive,halving,combining,leader
+    --csv "$OUT/$name-$tag-sim.csv")
+  echo "grid: ${sim[*]}" >"$OUT/$name-$tag-sim.txt"
+  "${sim[@]}" >>"$OUT/$name-$tag-sim.txt"
+  CSVS+=("$OUT/$name-$tag-sim.csv")
+}
+
 # run_config NAME RANKS RPN MACHINE: the bench passes of every pattern,
-# then nbr_sim on the same points.
+# each followed by nbr_sim on the same points; then again for each further
+# run (--runs: files CONFIG-TAG-PASS-runK.csv), under the same calibration.
 run_config() {
   local name=$1 ranks=$2 rpn=$3 machine=$4
   local -a launch
@@ -187,37 +239,15 @@ run_config() {
   fi
   MACHINE_OF[$name]=$machine
   IFS=, read -ra items <<<"$PATTERNS"
+  local k item
   for item in "${items[@]}"; do
-    local g tag
-    g=$(graph_args "$item")
-    tag=$(tag_of "$item")
-    # the smaller the calls, the more rounds (large ones cost seconds each)
-    local pass lo hi iters
-    for pass in tiny small large; do
-      case $pass in
-        tiny) lo=$min_b hi=$tiny_b ;;
-        small) lo=$((tiny_b * 4)) hi=$split_b ;;
-        large) lo=$((split_b * 4)) hi=$max_b ;;
-      esac
-      ((lo >= min_b)) || lo=$min_b
-      ((hi <= max_b)) || hi=$max_b
-      ((lo <= hi)) || continue
-      iters=$(iters_of "$name" "$lo")
-      # shellcheck disable=SC2086
-      bench "$name" "$machine" "$OUT/$name-$tag-$pass.csv" "$OUT/$name-$tag-$pass.txt" \
-        $g --min-bytes "$lo" --max-bytes "$hi" --iters "$iters"
+    passes "$name" "$machine" "$item" ""
+    [[ -z $machine ]] || simulate "$name" "$machine" "$item" "$ranks" "$rpn"
+  done
+  for ((k = 2; k <= RUNS; k++)); do
+    for item in "${items[@]}"; do
+      passes "$name" "$machine" "$item" "-run$k"
     done
-    if [[ -n $machine ]]; then
-      # shellcheck disable=SC2086
-      local -a sim=("$BUILD/bench/nbr_sim" --machine "$machine" $g
-        --ranks "$ranks" --ranks-per-node "$rpn" --step 4
-        --min-bytes "$min_b" --max-bytes "$max_b"
-        --algorithms naive,halving,combining,leader
-        --csv "$OUT/$name-$tag-sim.csv")
-      echo "grid: ${sim[*]}" >"$OUT/$name-$tag-sim.txt"
-      "${sim[@]}" >>"$OUT/$name-$tag-sim.txt"
-      CSVS+=("$OUT/$name-$tag-sim.csv")
-    fi
   done
 }
 

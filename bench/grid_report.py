@@ -25,6 +25,10 @@ like with like; the machine's state moves between runs (on one node of 8,
 RSG 0.05 at 16 B, mpi's median was 11.3, 7.9 and 7.0 us in three runs),
 and each algorithm's median over the runs could pair auto's time from one
 with mpi's from another.
+grid.sh --runs N times the whole grid N times (CONFIG-PATTERN-PASS-runK.csv
+for K = 2..N): every point then has N runs or more, judged as above, and
+the simulator table compares the prediction with the measured speedup
+over naive from each algorithm's median over the runs.
 --flagged FILE writes the points that are not ok ("config tag bytes" per
 line) for grid.sh to measure again.
 """
@@ -32,6 +36,7 @@ import argparse
 import csv
 import math
 import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -57,6 +62,16 @@ def split_name(path):
     return base.split("-", 1)[0], base.rsplit("-", 1)[-1]
 
 
+def run_rank(kind):
+    """Where a file's run goes in a point's list of runs: the first run's
+    passes (tiny, small, large), then the whole grid's further runs
+    (runK, grid.sh --runs), then the fresh runs of points not ok
+    (confirmK)."""
+    if re.fullmatch(r"run\d+", kind):
+        return 1
+    return 2 if kind.startswith("confirm") else 0
+
+
 def load(paths):
     """bench[config][(pattern, bytes)][algorithm] = [row of each run, the
     first run first]; sim likewise with predicted speedups over naive;
@@ -68,8 +83,8 @@ def load(paths):
     picks = defaultdict(dict)  # what nbr_sim says auto would run
     tags = {}
     order = []
-    # first runs before confirming ones, whatever order the shell globbed
-    for path in sorted(paths, key=lambda p: split_name(p)[1].startswith("confirm")):
+    # the first run before the others, whatever order the shell globbed
+    for path in sorted(paths, key=lambda p: run_rank(split_name(p)[1])):
         config, kind = split_name(path)
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
@@ -82,9 +97,9 @@ def load(paths):
                     if row["algorithm"] == "auto" and row.get("runs"):
                         picks[config][key] = row["runs"]
                 else:
-                    row["run"] = kind if kind.startswith("confirm") else "first"
+                    row["run"] = kind if run_rank(kind) else "first"
                     bench[config][key][row["algorithm"]].append(row)
-                    if not kind.startswith("confirm"):
+                    if not run_rank(kind):
                         base = os.path.basename(path)[:-4]
                         tags[(config, row["pattern"])] = base[len(config) + 1:-len(kind) - 1]
     return bench, sim, picks, tags, order

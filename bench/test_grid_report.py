@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks grid_report.py's verdicts and simulator table on hand-made CSVs:
 a clear win, a loss within the run's noise, a clear loss, predictions
-inside and outside 25 %, the points it flags for fresh runs, and verdicts
-over three runs, which pair auto with mpi run by run. Exit status 0 when
+inside and outside 25 %, the points it flags for fresh runs, verdicts
+over three runs, which pair auto with mpi run by run, and a grid timed
+three times (grid.sh --runs). Exit status 0 when
 every check holds."""
 import os
 import subprocess
@@ -157,6 +158,45 @@ def main():
         failures += [name for name, ok in checks if not ok]
         if any(not ok for _, ok in checks):
             text = paired
+    # grid.sh --runs: the whole grid timed again (CONFIG-TAG-PASS-runK.csv);
+    # the simulator table takes each algorithm's median over the runs
+    with tempfile.TemporaryDirectory() as d:
+        # halving 100/70 = 1.43 in the first run, 2.0 and 2.08 after:
+        # against 2.0 predicted, the first run alone is +40 %, the medians
+        # (naive 100, halving 50) 0 %; auto lost the first run
+        runs = {"small": (70, 100), "small-run2": (50, 50), "small-run3": (48, 48)}
+        paths = []
+        for kind, (halving, auto) in runs.items():
+            path = os.path.join(d, "t-r-%s.csv" % kind)
+            paths.append(path)
+            with open(path, "w") as f:
+                f.write(BENCH_HEAD)
+                f.writelines(bench_rows("r", 16, {"mpi": 100, "naive": 100,
+                    "halving": halving, "auto": auto},
+                    "naive" if auto == 100 else "halving"))
+        sim_path = os.path.join(d, "t-r-sim.csv")
+        with open(sim_path, "w") as f:
+            f.write(SIM_HEAD)
+            for alg, sp in (("naive", 1.0), ("halving", 2.0)):
+                f.write('"r",16,4,flat,m,allgather,host,16,%s,1,1,%.4f,0,0,0,0\n'
+                        % (alg, sp))
+        report = [sys.executable, os.path.join(HERE, "grid_report.py"), "--out", d]
+        flagged = os.path.join(d, "flagged.txt")
+        # the further runs named first: the first run and the tag must hold
+        order = paths[::-1] + [sim_path]
+        subprocess.run(report + ["--flagged", flagged] + order, capture_output=True)
+        with open(flagged) as f:
+            flagged_text = f.read()
+        many = subprocess.run(report + order, capture_output=True, text=True).stdout
+        checks = [("runs: flagged by the first run, by its tag", flagged_text == "t r 16\n"),
+                  ("runs: the median over three runs is inside",
+                   "t: 1 of 1 predictions within 25 %" in many),
+                  ("runs: auto judged over three runs",
+                   any(l.split()[:2] == ["r", "16"] and "(3 runs:" in l and "first run LOSS" in l
+                       for l in many.splitlines()))]
+        failures += [name for name, ok in checks if not ok]
+        if any(not ok for _, ok in checks):
+            text = many
     if failures:
         sys.stdout.write(text)
         print("FAILED: " + "; ".join(failures))
