@@ -55,7 +55,8 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g10 2026-11-27-plateau/grid-cluster-2"
        "g11 2026-11-27-trial-budget/grid-cluster"
        "g12 2026-11-27-trial-budget/grid-cluster-2"
-       "g13 2026-11-27-pooled/grid-cluster")
+       "g13 2026-11-27-pooled/grid-cluster"
+       "g14 2026-11-27-pooled/grid-cluster-runs2")
 for item in "${grids[@]}"; do
   set -- $item
   [[ -d $R/$2 ]] || continue
