@@ -56,7 +56,8 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g11 2026-11-27-trial-budget/grid-cluster"
        "g12 2026-11-27-trial-budget/grid-cluster-2"
        "g13 2026-11-27-pooled/grid-cluster"
-       "g14 2026-11-27-pooled/grid-cluster-runs2")
+       "g14 2026-11-27-pooled/grid-cluster-runs2"
+       "g15 2026-11-27-runs3/grid-cluster")
 for item in "${grids[@]}"; do
   set -- $item
   [[ -d $R/$2 ]] || continue
