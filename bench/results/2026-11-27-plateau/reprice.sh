@@ -11,7 +11,8 @@
 # does, and CB=65536 CR=35 gives them a cached copy rate as later
 # calibrations measure one (24-38 GB/s). The experiment's knobs
 # (variants.diff: XA, XB, XT, XN, XS, XK) pass to nbr_sim through the
-# environment. Run from the repository root; stats.py sums the lines up.
+# environment. ONLY (labels, space-separated) prices just those grids. Run
+# from the repository root; stats.py sums the lines up.
 set -euo pipefail
 sim=${NBR_SIM:-build/bench/nbr_sim} copy=${1:-0}
 R=bench/results
@@ -58,9 +59,17 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g13 2026-11-27-pooled/grid-cluster"
        "g14 2026-11-27-pooled/grid-cluster-runs2"
        "g15 2026-11-27-runs3/grid-cluster")
-for item in "${grids[@]}"; do
+# a grid priced with a calibration other than its own: not a grid of its
+# own, so priced only when ONLY names it (ONLY="g15 g15r": just those)
+others=("g15r 2026-11-27-runs3/grid-cluster $R/2026-11-27-runs3/recalibrated/cluster.machine")
+for item in "${grids[@]}" "${others[@]}"; do
   set -- $item
   [[ -d $R/$2 ]] || continue
+  if [[ -n ${ONLY:-} ]]; then
+    [[ " $ONLY " == *" $1 "* ]] || continue
+  elif [[ " ${others[*]} " == *" $1 "* ]]; then
+    continue
+  fi
   fields "${3:-$R/$2/cluster.machine}" >"$tmp/m"
   NBR_SIM=$sim $R/2026-11-24-sim-cpu/predict.sh "$tmp/p" cluster "$tmp/m" 16 4
   python3 - "$1" "$R/$2" "$tmp" <<'PY'
