@@ -11,7 +11,7 @@ build=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "${mpiexec[@]}" -np 4 "$build/bench/nbr_calibrate" --ranks-per-socket 2 --max-bytes 256Ki \
-    --name local-test --output "$work/local.machine"
+    --sweep 1 --name local-test --output "$work/local.machine"
 cat "$work/local.machine"
 grep -q "^name local-test$" "$work/local.machine"
 grep -q "path socket  measured" "$work/local.machine"
@@ -21,6 +21,13 @@ grep -q "path network not measured" "$work/local.machine"
 grep -Eq "^#   small calls" "$work/local.machine"
 grep -Eq "^#     naive 0.3 [0-9.]+ [0-9.]+, halving 0.3 [0-9.]+ [0-9.]+, combining 0.3" "$work/local.machine"
 grep -Eq "^#   call start: [0-9.]+ us at zero messages" "$work/local.machine"
+# copies timed at three points, and never written slower than the socket
+# path's largest message (one copy at least): its one-way MB/s, last sweep row
+grep -Eq "^#   copies: [0-9.]+ GB/s for 262144 bytes \(the least of 15 timings" "$work/local.machine"
+awk '/^# sweep socket/ { s = 1; next } s && /^#  +[0-9]/ { floor = $4 / 1e3 } /^# sweep node/ { s = 0 }
+     /^path copy/ { for (i = 1; i <= NF; i++) if ($i ~ /^gbytes_per_s=/) { sub(/.*=/, "", $i); copy = $i } }
+     END { if (!(floor > 0 && copy + 1e-4 >= floor)) { print "copy " copy " GB/s below the socket floor " floor; exit 1 } }' \
+  "$work/local.machine"
 "$build/bench/nbr_sim" --machine "$work/local.machine" --ranks 16 --ranks-per-node 16 \
     --ranks-per-socket 8 --min-bytes 1Ki --max-bytes 1Ki --algorithms naive,halving |
     tee "$work/sim.txt"
