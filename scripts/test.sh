@@ -9,7 +9,9 @@ scripts/install-deps.sh
 scripts/build.sh -DNBR_WERROR=ON
 # mpirun refuses root unless told; CI and containers run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j 1 "$@"
+# Two at a time: single-process tests run in pairs; every MPI test asks
+# for both cores (PROCESSORS 2 or more) and so runs alone.
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j 2 "$@"
 if [[ "${NBR_SANITIZE_PASS:-1}" != 0 ]]; then
   scripts/sanitize.sh
 fi
