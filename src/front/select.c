@@ -39,8 +39,12 @@ nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_
 /* The trial's sides for a decision: the winner; the baseline when a plan
  * of its own won (auto can always fall back to what MPI does); and, cheapest
  * first, the others priced within NBR_TRIAL_PRICE_FACTOR of the winner,
- * since the model's errors measured up to about that (a price equal to
- * one already taken is the same plan: leader on one node is naive's). */
+ * since the model's errors measured up to about that (a job price and a
+ * slowest rank equal to one already taken's is the same plan: leader on
+ * one node is naive's; the job price alone is not, since the busiest
+ * node's interfaces can bound two plans alike: on the emulated cluster,
+ * RSG 0.7 at 256 KiB priced leader and halving at 27.2 ms each, the
+ * trial left halving out, and it was 10 % faster). */
 #define NBR_TRIAL_PRICE_FACTOR 2.0
 
 /* No trial for calls priced above this: a trial runs a few dozen calls, some
@@ -51,7 +55,7 @@ nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_
  * price (and so auto without a trial) chose MPI. */
 #define NBR_TRIAL_MAX_SECONDS 0.1
 
-static void trial_sides(const nbr_comm_t *state, const double *job,
+static void trial_sides(const nbr_comm_t *state, const double *job, const double *slowest,
                         const nbr_algorithm_t *const *candidates, int n, int best, int fallback,
                         nbr_decision_t *d)
 {
@@ -65,7 +69,8 @@ static void trial_sides(const nbr_comm_t *state, const double *job,
             int fresh = job[k] >= 0 && isfinite(job[k]) &&
                         job[k] <= NBR_TRIAL_PRICE_FACTOR * job[best];
             for (int t = 0; t < num && fresh; t++)
-                fresh = k != taken[t] && job[k] != job[taken[t]];
+                fresh = k != taken[t] &&
+                        (job[k] != job[taken[t]] || slowest[k] != slowest[taken[t]]);
             if (fresh && (next < 0 || job[k] < job[next]))
                 next = k;
         }
@@ -83,8 +88,8 @@ static void trial_sides(const nbr_comm_t *state, const double *job,
 }
 
 static void keep_decision(nbr_comm_t *state, const nbr_priced_call_t *call, const double *job,
-                          const nbr_algorithm_t *const *candidates, int n, int best,
-                          int fallback)
+                          const double *slowest, const nbr_algorithm_t *const *candidates, int n,
+                          int best, int fallback)
 {
     nbr_decision_t *slot = &state->decisions[0];
     for (int i = 0; i < NBR_DECISIONS; i++) {
@@ -99,7 +104,7 @@ static void keep_decision(nbr_comm_t *state, const nbr_priced_call_t *call, cons
     *slot = (nbr_decision_t){.valid = 1, .kind = call->kind,
                              .block_bytes = signature(call->kind, call->block_bytes),
                              .algorithm = candidates[best], .last_use = ++state->decision_clock};
-    trial_sides(state, job, candidates, n, best, fallback, slot);
+    trial_sides(state, job, slowest, candidates, n, best, fallback, slot);
     if (slot->num_sides > 0)
         state->trials++;
 }
@@ -224,7 +229,8 @@ int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
     return rc;
 }
 
-int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, double *job)
+int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, double *job,
+                          double *slowest)
 {
     int nodes = state->locality.num_nodes > 0 ? state->locality.num_nodes : 1;
     int node = state->locality.node_of ? state->locality.node_of[state->rank] : 0;
@@ -247,6 +253,8 @@ int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n,
         rc = nbr_mpi_failed("MPI_Allreduce", mrc);
         goto out;
     }
+    for (int k = 0; k < n && slowest; k++)
+        slowest[k] = job[k];
     for (int k = 0; k < n; k++)
         job[k] = nbr_sim_job_price(&state->config.machine, job[k],
                                    &sums[(size_t)k * nodes * 2], nodes);
@@ -289,13 +297,15 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_
     const nbr_algorithm_t **candidates = malloc((size_t)count * sizeof(*candidates));
     nbr_sim_parts_t *mine = malloc(((size_t)count + 1) * sizeof(*mine));
     double *job = malloc(((size_t)count + 1) * sizeof(double));
-    rc = nbr_agree(state->comm, candidates && mine && job ? NBR_SUCCESS : NBR_ERR_NOMEM);
+    double *slowest = malloc(((size_t)count + 1) * sizeof(double));
+    rc = nbr_agree(state->comm,
+                   candidates && mine && job && slowest ? NBR_SUCCESS : NBR_ERR_NOMEM);
     if (rc != NBR_SUCCESS)
         goto out;
     /* the candidates are the same on every rank: they depend on the
      * communicator and the collective only */
     NBR_CHECK(nbr_select_local_prices(state, layout, call, candidates, mine, &n, &fallback));
-    NBR_CHECK(nbr_select_job_prices(state, mine, n, job));
+    NBR_CHECK(nbr_select_job_prices(state, mine, n, job, slowest));
     int best = nbr_select_choose(job, n, fallback);
     if (best < 0) {
         NBR_ERROR("auto: no algorithm could plan this %s on every rank", nbr_call_name(kind));
@@ -307,13 +317,14 @@ int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_
     if (fallback >= 0 && job[fallback] <= 0)
         best = fallback;
     else if (!persistent)
-        keep_decision(state, call, job, candidates, n, best, fallback);
+        keep_decision(state, call, job, slowest, candidates, n, best, fallback);
     log_prices(state, kind, layout, job, candidates, n, best);
     *chosen = candidates[best];
 out:
     free(candidates);
     free(mine);
     free(job);
+    free(slowest);
     return rc;
 }
 

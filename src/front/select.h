@@ -69,7 +69,9 @@ int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
 
 /* The job's price of each of n candidates from every rank's parts
  * (collective): the slowest rank's seconds or the busiest node's
- * interfaces, whichever is longer. job holds n. */
-int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, double *job);
+ * interfaces, whichever is longer. job holds n; so does slowest, when not
+ * NULL: the slowest rank's seconds alone. */
+int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, double *job,
+                          double *slowest);
 
 #endif

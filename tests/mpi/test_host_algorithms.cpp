@@ -235,7 +235,7 @@ TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
             MPI_Allreduce(&local, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
             MPI_Allreduce(&local, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
             differing += low != high;
-            EXPECT_EQ(nbr_select_job_prices(state, mine.data(), count, job.data()), NBR_SUCCESS);
+            EXPECT_EQ(nbr_select_job_prices(state, mine.data(), count, job.data(), nullptr), NBR_SUCCESS);
             const int expected = nbr_select_choose(job.data(), count, fallback);
             // the call itself, bit-exact, and what it chose
             std::vector<int> send(n, me), got((size_t)n * indeg + 1, -1),
