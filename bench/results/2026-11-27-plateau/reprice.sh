@@ -5,7 +5,8 @@
 # and prints one line per point: grid, pattern,
 # bytes, algorithm, measured and predicted speedup over naive, their ratio
 # (score.py's rule: a point is within 25 % when the ratio is in 0.75-1.25).
-# COPY_GBPS (0 or absent: as calibrated) sets the large copies' rate. The
+# COPY_GBPS (0 or absent: as calibrated) sets the large copies' rate, CN
+# (later, 2026-11-27-trial-fix; GB/s a core) the cores' network rate. The
 # calibrations of 2026-11-25/26 lack some fields: burst_bytes=125000 and
 # eager_bytes=65472 are added as score-grids.sh of ../2026-11-26-cached-copies
 # does, and CB=65536 CR=35 gives them a cached copy rate as later
@@ -31,9 +32,10 @@ fields() { # machine file -> the fields it lacks, the copy rates asked for
   local br; br=$(burst_rate "$1")
   sed -e "/burst_bytes/!s/^nics \(.*\)$/nics \1 burst_bytes=125000/" \
       -e "s/^cores \([0-9]* per=job network_gbytes_per_s=[0-9.e+-]*\) message/cores \1 eager_bytes=65472 message/" "$1" |
-  awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" -v br="$br" '
+  awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" -v br="$br" -v cn="${CN:-0}" '
     /^nics / && br > 0 && !/burst_gbytes/ { $0 = $0 " burst_gbytes_per_s=" br }
     /^path copy/ && r > 0 { for (i = 1; i <= NF; i++) if ($i ~ /^gbytes_per_s=/) $i = "gbytes_per_s=" r }
+    /^cores / && cn > 0 { for (i = 1; i <= NF; i++) if ($i ~ /^network_gbytes_per_s=/) $i = "network_gbytes_per_s=" cn }
     /^path copy/ && cb > 0 && !/cached/ { $0 = $0 " cached_bytes=" cb " cached_gbytes_per_s=" cr } { print }'
 }
 # 2026-11-25: no cores line then (the one ../2026-11-26-handoff used);
