@@ -33,9 +33,10 @@ fields() { # machine file -> the fields it lacks, the copy rates asked for
   sed -e "/burst_bytes/!s/^nics \(.*\)$/nics \1 burst_bytes=125000/" \
       -e "s/^cores \([0-9]* per=job network_gbytes_per_s=[0-9.e+-]*\) message/cores \1 eager_bytes=65472 message/" "$1" |
   awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" -v br="$br" -v cn="${CN:-0}" '
+    function set(key, value,  i) { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") $i = key "=" value }
     /^nics / && br > 0 && !/burst_gbytes/ { $0 = $0 " burst_gbytes_per_s=" br }
-    /^path copy/ && r > 0 { for (i = 1; i <= NF; i++) if ($i ~ /^gbytes_per_s=/) $i = "gbytes_per_s=" r }
-    /^cores / && cn > 0 { for (i = 1; i <= NF; i++) if ($i ~ /^network_gbytes_per_s=/) $i = "network_gbytes_per_s=" cn }
+    /^path copy/ && r > 0 { set("gbytes_per_s", r) }
+    /^cores / && cn > 0 { set("network_gbytes_per_s", cn) }
     /^path copy/ && cb > 0 && !/cached/ { $0 = $0 " cached_bytes=" cb " cached_gbytes_per_s=" cr } { print }'
 }
 # 2026-11-25: no cores line then (the one ../2026-11-26-handoff used);
