@@ -37,3 +37,29 @@ int nbr_select_choose(const double *seconds, int n, int fallback)
         return best;
     return seconds[best] < seconds[fallback] * (1 - NBR_SELECT_MARGIN) ? best : fallback;
 }
+
+int nbr_select_trial_sides(const double *job, const double *slowest, int n, int best, int fallback,
+                           int max, int *taken)
+{
+    int num = 0;
+    if (best < 0 || best >= n || max < 1)
+        return 0;
+    taken[num++] = best;
+    if (fallback >= 0 && fallback < n && fallback != best && num < max)
+        taken[num++] = fallback;
+    while (num < max) {
+        int next = -1;
+        for (int k = 0; k < n; k++) {
+            int fresh = priced(job[k]) && job[k] <= NBR_TRIAL_PRICE_FACTOR * job[best];
+            for (int t = 0; t < num && fresh; t++)
+                fresh = k != taken[t] &&
+                        (job[k] != job[taken[t]] || slowest[k] != slowest[taken[t]]);
+            if (fresh && (next < 0 || job[k] < job[next]))
+                next = k;
+        }
+        if (next < 0)
+            break;
+        taken[num++] = next;
+    }
+    return num;
+}

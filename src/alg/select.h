@@ -55,4 +55,21 @@ int nbr_select_eligible(const nbr_algorithm_t *algorithm, nbr_collective_t coll,
  * is cheaper than it by NBR_SELECT_MARGIN; -1 when none has a price. */
 int nbr_select_choose(const double *seconds, int n, int fallback);
 
+/* Rivals priced within this factor of the winner join its trial: the
+ * model's errors measured up to about that. */
+#define NBR_TRIAL_PRICE_FACTOR 2.0
+
+/* The sides of auto's trial (front/select.h), at most max of them, into
+ * taken (indices into the n candidates): best; fallback (the baseline)
+ * when another plan won; then, cheapest first, the others whose job price
+ * is within NBR_TRIAL_PRICE_FACTOR of best's. One whose job price and
+ * slowest rank both equal a side's already taken is that side's plan
+ * (leader on one node is naive's) and stays out; the job price alone does
+ * not make two plans one, since the busiest node's interfaces can bound
+ * two plans alike: on the emulated cluster, RSG 0.7 at 256 KiB priced
+ * leader and halving at 27.2 ms each, the trial left halving out, and it
+ * was 10 % faster. Returns how many sides it took (1: no rival). */
+int nbr_select_trial_sides(const double *job, const double *slowest, int n, int best, int fallback,
+                           int max, int *taken);
+
 #endif

@@ -36,17 +36,6 @@ nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_
     return NULL;
 }
 
-/* The trial's sides for a decision: the winner; the baseline when a plan
- * of its own won (auto can always fall back to what MPI does); and, cheapest
- * first, the others priced within NBR_TRIAL_PRICE_FACTOR of the winner,
- * since the model's errors measured up to about that (a job price and a
- * slowest rank equal to one already taken's is the same plan: leader on
- * one node is naive's; the job price alone is not, since the busiest
- * node's interfaces can bound two plans alike: on the emulated cluster,
- * RSG 0.7 at 256 KiB priced leader and halving at 27.2 ms each, the
- * trial left halving out, and it was 10 % faster). */
-#define NBR_TRIAL_PRICE_FACTOR 2.0
-
 /* No trial for calls priced above this: a trial runs a few dozen calls, some
  * of slower plans, which at seconds per call a program calling a few times
  * would not win back. Up to it the trial costs a few seconds at most, and
@@ -59,25 +48,8 @@ static void trial_sides(const nbr_comm_t *state, const double *job, const double
                         const nbr_algorithm_t *const *candidates, int n, int best, int fallback,
                         nbr_decision_t *d)
 {
-    int taken[NBR_TRIAL_SIDES], num = 0;
-    taken[num++] = best;
-    if (fallback >= 0 && fallback != best)
-        taken[num++] = fallback;
-    while (num < NBR_TRIAL_SIDES) {
-        int next = -1;
-        for (int k = 0; k < n; k++) {
-            int fresh = job[k] >= 0 && isfinite(job[k]) &&
-                        job[k] <= NBR_TRIAL_PRICE_FACTOR * job[best];
-            for (int t = 0; t < num && fresh; t++)
-                fresh = k != taken[t] &&
-                        (job[k] != job[taken[t]] || slowest[k] != slowest[taken[t]]);
-            if (fresh && (next < 0 || job[k] < job[next]))
-                next = k;
-        }
-        if (next < 0)
-            break;
-        taken[num++] = next;
-    }
+    int taken[NBR_TRIAL_SIDES];
+    int num = nbr_select_trial_sides(job, slowest, n, best, fallback, NBR_TRIAL_SIDES, taken);
     d->num_sides = 0;
     if (state->config.auto_trials <= 0 || state->nranks < 2 || num < 2 ||
         job[best] > NBR_TRIAL_MAX_SECONDS)

@@ -247,6 +247,44 @@ TEST(Selection, CheapestWinsOnlyByTheMargin)
     EXPECT_EQ(nbr_select_choose(std::vector<double>{0, 0, 0}.data(), 3, 0), 0);
 }
 
+// auto's trial sides: the winner, the baseline, then rivals within 2x,
+// cheapest first; a rival priced as a side already taken on both counts
+// (job and slowest rank) is that side's plan, on one count alone it is not.
+TEST(Selection, TrialSidesLeaveOutOnlyTheSamePlan)
+{
+    const double inf = std::numeric_limits<double>::infinity();
+    auto sides = [](std::vector<double> job, std::vector<double> slowest, int best, int fallback,
+                    int max = 4) {
+        std::vector<int> taken(static_cast<size_t>(max), -1);
+        int num = nbr_select_trial_sides(job.data(), slowest.data(), static_cast<int>(job.size()),
+                                         best, fallback, max, taken.data());
+        taken.resize(static_cast<size_t>(num < 0 ? 0 : num));
+        return taken;
+    };
+    using v = std::vector<int>;
+    // candidates: 0 baseline, 1 leader, 2 halving, 3 combining
+    // rivals within 2x join cheapest first; 3 (2.5x) stays out
+    EXPECT_EQ(sides({30, 10, 12, 25}, {30, 10, 12, 25}, 1, 0), (v{1, 0, 2}));
+    EXPECT_EQ(sides({30, 10, 19, 20.5}, {30, 10, 19, 20.5}, 1, 0), (v{1, 0, 2}));
+    // RSG 0.7, 256 KiB on the cluster: leader and halving bound alike by
+    // the busiest node's interfaces (27.2 ms), their slowest ranks apart
+    EXPECT_EQ(sides({40, 27.2, 27.2, 60}, {40, 20.1, 24.3, 60}, 1, 0), (v{1, 0, 2}));
+    // the same on both counts: one plan (leader on one node is naive's)
+    EXPECT_EQ(sides({10, 10, 12}, {10, 10, 12}, 0, 0), (v{0, 2}));
+    EXPECT_EQ(sides({30, 10, 10, 12}, {30, 8, 8, 12}, 1, 0), (v{1, 0, 3}));
+    // the baseline won: no extra side for it
+    EXPECT_EQ(sides({10, 25, 18}, {10, 25, 18}, 0, 0), (v{0, 2}));
+    // no price (infinite, negative) is never a side; nothing near: alone
+    EXPECT_EQ(sides({10, inf, -1, 11}, {10, inf, -1, 11}, 0, 0), (v{0, 3}));
+    EXPECT_EQ(sides({10, 21, inf}, {10, 21, inf}, 0, 0), (v{0}));
+    EXPECT_EQ(sides({10, 21, inf}, {10, 21, inf}, 0, -1), (v{0}));
+    // at most max sides, the cheapest rivals first
+    EXPECT_EQ(sides({30, 10, 11, 12, 13}, {30, 10, 11, 12, 13}, 1, 0, 3), (v{1, 0, 2}));
+    EXPECT_EQ(sides({10, 11}, {10, 11}, 0, 0, 1), (v{0}));
+    // a best out of range is no trial
+    EXPECT_EQ(sides({10, 11}, {10, 11}, 2, 0), (v{}));
+}
+
 TEST(Selection, CandidatesPlanTheCollective)
 {
     const nbr_algorithm_t *naive = nbr_algorithm_find("naive"), *halving = nbr_algorithm_find("halving"),
