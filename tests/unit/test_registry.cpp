@@ -256,9 +256,9 @@ TEST(Selection, TrialSidesLeaveOutOnlyTheSamePlan)
     auto sides = [](std::vector<double> job, std::vector<double> slowest, int best, int fallback,
                     int max = 4) {
         std::vector<int> taken(static_cast<size_t>(max), -1);
-        int num = nbr_select_trial_sides(job.data(), slowest.data(), static_cast<int>(job.size()),
-                                         best, fallback, max, taken.data());
-        taken.resize(static_cast<size_t>(num < 0 ? 0 : num));
+        taken.resize(static_cast<size_t>(nbr_select_trial_sides(
+            job.data(), slowest.data(), static_cast<int>(job.size()), best, fallback, max,
+            taken.data())));
         return taken;
     };
     using v = std::vector<int>;

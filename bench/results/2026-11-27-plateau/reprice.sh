@@ -35,10 +35,10 @@ fields() { # machine file -> the fields it lacks, the copy rates asked for
       -e "s/^cores \([0-9]* per=job network_gbytes_per_s=[0-9.e+-]*\) message/cores \1 eager_bytes=65472 message/" "$1" |
   awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" -v br="$br" -v cn="${CN:-0}" -v cnx="${CNX:-0}" '
     function set(key, value,  i) { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") $i = key "=" value }
+    function get(key,  i) { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") return substr($i, length(key) + 2) }
     /^nics / && br > 0 && !/burst_gbytes/ { $0 = $0 " burst_gbytes_per_s=" br }
     /^path copy/ && r > 0 { set("gbytes_per_s", r) }
     /^cores / && cn > 0 { set("network_gbytes_per_s", cn) }
-    function get(key,  i) { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") return substr($i, length(key) + 2) }
     /^cores / && cnx > 0 { set("network_gbytes_per_s", get("network_gbytes_per_s") * cnx) }
     /^path copy/ && cb > 0 && !/cached/ { $0 = $0 " cached_bytes=" cb " cached_gbytes_per_s=" cr } { print }'
 }
