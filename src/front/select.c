@@ -41,8 +41,12 @@ nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_
  * would not win back. Up to it the trial costs a few seconds at most, and
  * it is needed there: on one node of 8, Moore d3 r1 with 4 MiB blocks
  * (60-90 ms a call), halving beat MPI by 12-18 % in two grids where the
- * price (and so auto without a trial) chose MPI. */
-#define NBR_TRIAL_MAX_SECONDS 0.1
+ * price (and so auto without a trial) chose MPI. It was 100 ms until the
+ * emulated 4 x 4 cluster priced leader and halving alike at 107 ms with 1
+ * MiB blocks (RSG 0.4, 0.7, Moore d2 r2: both at the interfaces' floor),
+ * where registry order then kept leader at 0.87-0.99x of halving over
+ * three grids. */
+#define NBR_TRIAL_MAX_SECONDS 0.2
 
 static void trial_sides(const nbr_comm_t *state, const double *job, const double *slowest,
                         const nbr_algorithm_t *const *candidates, int n, int best, int fallback,

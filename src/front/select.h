@@ -28,7 +28,7 @@
  * *trial is set when this call is one of them: time it and report it with
  * nbr_comm_trial_record, on every rank (the last report is collective).
  * Nonblocking calls meanwhile run the priced winner, untimed. No trial
- * when the winner is priced above 100 ms a call (select.c says why). */
+ * when the winner is priced above 200 ms a call (select.c says why). */
 /* What a call's price depends on besides its layout. */
 typedef struct nbr_priced_call {
     nbr_call_kind_t kind;

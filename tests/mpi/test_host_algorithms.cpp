@@ -540,7 +540,7 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
     EXPECT_EQ(state->trials, 0) << "every trial counted out as it ended";
 }
 
-// No trial where the winner is priced above 100 ms a call: on a 10 Mbit/s
+// No trial where the winner is priced above 200 ms a call: on a 10 Mbit/s
 // network (this rank's own machine file), 1 MiB blocks to 24 neighbors on
 // virtual nodes of 2 cost seconds; a small block still gets its trial.
 TEST_F(HostAlgorithms, AutoTrialsOnlyWhereCallsAreCheap)
@@ -584,7 +584,7 @@ TEST_F(HostAlgorithms, AutoTrialsOnlyWhereCallsAreCheap)
         if (n == 4)
             EXPECT_GE(d->num_sides, 2) << "16 B blocks: a trial";
         else
-            EXPECT_EQ(d->num_sides, 0) << "1 MiB blocks at 10 Mbit/s: priced above 100 ms";
+            EXPECT_EQ(d->num_sides, 0) << "1 MiB blocks at 10 Mbit/s: priced above 200 ms";
     }
 }
 
