@@ -44,8 +44,8 @@ nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_
  * price (and so auto without a trial) chose MPI. It was 100 ms until the
  * emulated 4 x 4 cluster priced leader and halving alike at 107 ms with 1
  * MiB blocks (RSG 0.4, 0.7, Moore d2 r2: both at the interfaces' floor),
- * where registry order then kept leader at 0.87-0.99x of halving over
- * three grids. */
+ * where registry order then kept leader; on RSG 0.7 its median was
+ * 0.92-0.94x of halving's in three grids. */
 #define NBR_TRIAL_MAX_SECONDS 0.2
 
 static void trial_sides(const nbr_comm_t *state, const double *job, const double *slowest,
