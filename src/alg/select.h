@@ -31,10 +31,14 @@
  * of MPI's call (bench/results/2026-11-26-blocks-default); 100 such calls
  * take 2 ms. With 10 ms per side, calls of 0.5-1.5 ms on the emulated
  * cluster (Moore d3 r1, 16 B) got 6-9 each, and auto kept combining at
- * 0.88x of halving in two runs of three. */
+ * 0.88x of halving in two runs of three; with 30 ms (about 15 calls of
+ * 1.1-1.6 ms each there, Moore d2 r1 at 16 B) the trial kept mpi,
+ * combining and halving in three runs where the bench timed halving 9-11 %
+ * ahead of mpi in each (bench/results/2026-11-28-trial-200ms): 100 ms
+ * gives such calls about 50, a third of a second a signature. */
 #define NBR_AUTO_TRIALS_DEFAULT 5
 #define NBR_AUTO_TRIALS_MAX 100
-#define NBR_TRIAL_SIDE_SECONDS 0.03
+#define NBR_TRIAL_SIDE_SECONDS 0.1
 
 /* auto's fallback, the plan MPI itself runs: where the MPI library can run
  * the calls (library_usable: the communicator's buffers are host memory on

@@ -19,7 +19,7 @@
  * of the winner) run in turns, each call timed by the caller, the first
  * round not counted (it pays for each plan's first run), then
  * nbr_auto_trials counted rounds, or more for cheap calls (as many as fit
- * in 30 ms per side, at most 100, alg/select.h); the side whose middle
+ * in 100 ms per side, at most 100, alg/select.h); the side whose middle
  * half of calls (each call's time: its slowest rank's) was fastest on
  * average is kept from
  * then on, but a plan of nbrcoll's own must beat the baseline by 3 %; when the kept one is not the priced

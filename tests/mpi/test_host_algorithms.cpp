@@ -466,10 +466,10 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
         return d;
     };
     nbr_decision_t d = fresh();
-    // as many rounds as fit in 30 ms per side by the sides' calls of the
+    // as many rounds as fit in 100 ms per side by the sides' calls of the
     // first counted round together (3.94 ms for 3 sides), at least
     // nbr_auto_trials (3 here), at most NBR_AUTO_TRIALS_MAX
-    EXPECT_EQ(run(&d, {1000, 1040, 1900}), 22);
+    EXPECT_EQ(run(&d, {1000, 1040, 1900}), 76);
     EXPECT_EQ(d.num_sides, 0) << "the priced winner was fastest by 4 %: no second trial";
     EXPECT_EQ(d.algorithm, halving);
 
@@ -480,12 +480,12 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
     EXPECT_EQ(d.sides[0], halving);
     EXPECT_EQ(d.sides[1], mpi);
     EXPECT_EQ(d.sides[2], combining);
-    EXPECT_EQ(run(&d, {950, 940, 960}), 31);
+    EXPECT_EQ(run(&d, {3100, 3070, 3130}), 32);
     EXPECT_EQ(d.num_sides, 0);
     EXPECT_EQ(d.algorithm, mpi) << "halving 1 % slower than mpi in both trials";
 
     d = fresh();
-    EXPECT_EQ(run(&d, {5000, 5000, 4500}), 6); // combining 10 % faster; dear calls: 6
+    EXPECT_EQ(run(&d, {16000, 16000, 14400}), 6); // combining 10 % faster; dear calls: 6
     ASSERT_EQ(d.num_sides, 3) << "the winner, the first trial's and the baseline";
     EXPECT_EQ(d.sides[0], halving);
     EXPECT_EQ(d.sides[1], combining);
@@ -523,8 +523,8 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
     }
 
     // a side is rated by the mean of its middle half of calls, not by its
-    // median: halving's calls alternate 1300 and 900 us (20 counted: the
-    // round of 4450 us fits 20 in 3 x 30 ms), the middle half's mean 1100
+    // median: halving's calls alternate 1300 and 900 us (67 counted: the
+    // round of 4450 us fits 67 in 3 x 100 ms), the middle half's mean 1106
     // against combining's steady 1150, where the median (1300) would have
     // rated combining faster and called a second trial
     d = fresh();
@@ -534,7 +534,7 @@ TEST_F(HostAlgorithms, AutoTrialKeepsTheBaselineOnNearTies)
         double t = side == halving ? (halving_calls++ % 2 ? 1300 : 900) : side == mpi ? 2000 : 1150;
         EXPECT_EQ(nbr_comm_trial_record(state, &d, t * 1e-6), NBR_SUCCESS);
     }
-    EXPECT_EQ(halving_calls, 21) << "one uncounted, 20 counted";
+    EXPECT_EQ(halving_calls, 68) << "one uncounted, 67 counted";
     EXPECT_EQ(d.num_sides, 0) << "no second trial";
     EXPECT_EQ(d.algorithm, halving);
     EXPECT_EQ(state->trials, 0) << "every trial counted out as it ended";
