@@ -1,6 +1,7 @@
 #!/bin/bash
-# halving against naive and leader on Moore d2 r1 at 4 MiB on the emulated
-# 4 x 4 cluster, with the namespaces' TCP congestion control / idle restart as given
+# naive, halving, leader and combining on the emulated 4 x 4 cluster (one
+# graph, one block size: the README ran Moore d2 r1 at 4 MiB), 7 calls each,
+# with the namespaces' TCP congestion control and idle restart as given
 # usage: tcp-settings.sh LABEL CC SSAI PATTERNARGS BYTES (SSAI: tcp_slow_start_after_idle;
 # new namespaces take the root namespace's values; output in $OUT, default /tmp)
 cd "$(dirname "$0")/../../.."
