@@ -280,36 +280,85 @@ static double stream_rate(const int *node_of, const int *local_of, int n, int me
     return job_rate(t, partner >= 0 && node_of[me] == 0 ? reps : 0, bytes);
 }
 
-/* Every rank sends `bytes` to every rank of the other nodes at once and
- * takes as much from each, reps times: every interface busy both ways,
- * with as many messages in flight as a dense neighborhood has. Returns
- * what the whole job carried per second (rank 0). */
-static double exchange_rate(const int *node_of, int n, int me, char *buf, int bytes)
+/* Each rank sends `bytes` to each of its peers (peers[0..count-1]) and
+ * takes as much from each at once, reps times after one untimed round
+ * (Open MPI's TCP transport opens a connection on its first use, which
+ * took the first round twice as long: bench/results/2026-11-27-exchange-warmup).
+ * Returns what the whole job carried per second (rank 0). Collective. */
+static double exchange_with(const int *peers, int count, int reps, char *buf, int bytes)
 {
-    int reps = 4, peers = 0;
-    for (int r = 0; r < n; r++)
-        peers += node_of[r] != node_of[me];
-    char *in = malloc((size_t)bytes * (size_t)(peers + 1));
-    MPI_Request *req = malloc(2 * (size_t)(peers + 1) * sizeof(MPI_Request));
+    char *in = malloc((size_t)bytes * (size_t)(count + 1));
+    MPI_Request *req = malloc(2 * (size_t)(count + 1) * sizeof(MPI_Request));
     int ok = in && req, all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (int i = 0; all_ok && i < reps; i++) {
-        int j = 0; /* the peer's index among this rank's peers */
-        for (int r = 0; r < n; r++)
-            if (node_of[r] != node_of[me]) {
-                MPI_Irecv(in + (size_t)j * (size_t)bytes, bytes, MPI_BYTE, r, TAG + 4,
-                          MPI_COMM_WORLD, &req[2 * j]);
-                MPI_Isend(buf, bytes, MPI_BYTE, r, TAG + 4, MPI_COMM_WORLD, &req[2 * j + 1]);
-                j++;
-            }
-        MPI_Waitall(2 * j, req, MPI_STATUSES_IGNORE);
+    double t0 = 0;
+    for (int i = 0; all_ok && i <= reps; i++) {
+        if (i <= 1) { /* the timed rounds start together, after the untimed one */
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        for (int j = 0; j < count; j++) {
+            MPI_Irecv(in + (size_t)j * (size_t)bytes, bytes, MPI_BYTE, peers[j], TAG + 4,
+                      MPI_COMM_WORLD, &req[2 * j]);
+            MPI_Isend(buf, bytes, MPI_BYTE, peers[j], TAG + 4, MPI_COMM_WORLD, &req[2 * j + 1]);
+        }
+        MPI_Waitall(2 * count, req, MPI_STATUSES_IGNORE);
     }
     double t = MPI_Wtime() - t0;
     free(in);
     free(req);
-    return job_rate(t, all_ok ? peers * reps : 0, bytes);
+    return job_rate(t, all_ok ? count * reps : 0, bytes);
+}
+
+/* Every rank exchanges `bytes` with every rank of the other nodes at once:
+ * every interface busy both ways, with as many messages in flight as a
+ * dense neighborhood has. */
+static double exchange_rate(const int *node_of, int n, int me, char *buf, int bytes)
+{
+    int *peers = malloc((size_t)n * sizeof(int)), count = 0;
+    for (int r = 0; peers && r < n; r++)
+        if (node_of[r] != node_of[me])
+            peers[count++] = r;
+    double rate = exchange_with(peers, peers ? count : 0, 4, buf, bytes);
+    free(peers);
+    return rate;
+}
+
+/* Every rank exchanges `bytes` with its counterpart on the paired node
+ * (nodes 0-1, 2-3, ...; the last of an odd count sits out), reps times at
+ * once: a lone pair (machine.h, pair_gbytes_per_s), as halving's steps
+ * are, each connection carrying bytes both ways. */
+static double pair_rate(const int *node_of, const int *local_of, int n, int me, char *buf,
+                        int bytes, int reps)
+{
+    int partner = -1;
+    for (int r = 0; r < n; r++)
+        if (node_of[r] == (node_of[me] ^ 1) && local_of[r] == local_of[me])
+            partner = r;
+    return exchange_with(&partner, partner >= 0, reps, buf, bytes);
+}
+
+/* The pair rate and pair_after_bytes (machine.h) from lone pairs of
+ * `small` and `large` bytes a rank carrying `small_rate` and `large_rate`
+ * (the job's bytes a second), where other exchanges carry `exchange`: the
+ * pair rate is the large one's margin over the small one, and the small
+ * one's first after bytes went at the exchange's rate. Where a pair is not
+ * slower than that, *after_bytes is left and 0 returned: no pair rate. */
+static double fit_pair(double exchange, double small, double small_rate, double large,
+                       double large_rate, long *after_bytes)
+{
+    if (!(exchange > 0 && small_rate > 0 && large_rate > 0 && large > small))
+        return 0;
+    /* seconds a byte of one rank's share, at the job's rates */
+    double t_small = small / small_rate, t_large = large / large_rate;
+    if (!(t_large > t_small))
+        return 0;
+    double pair = (large - small) / (t_large - t_small); /* marginal, job-wide */
+    if (!(pair < exchange))
+        return 0;
+    double after = (small / pair - t_small) / (1 / pair - 1 / exchange);
+    *after_bytes = after < 0 ? 0 : after > small ? (long)small : (long)after;
+    return pair;
 }
 
 #define SMALL_ROUNDS 500
@@ -683,9 +732,16 @@ int main(int argc, char **argv)
     host_cores(node_of, n, nodes, &cores, &cores_per_job, &pool_ranks);
     /* where cores are fewer than ranks, what they pass of the network bytes
      * can cap the job's traffic below its interfaces' (machine.h) */
-    double exchange = cores && network_peer >= 0 && nodes > 1
-                      ? exchange_rate(node_of, n, me, buf, (int)(o.max_bytes / 16))
-                      : 0;
+    int exchanges = cores && network_peer >= 0 && nodes > 1; /* the same on every rank */
+    double exchange =
+        exchanges ? exchange_rate(node_of, n, me, buf, (int)(o.max_bytes / 16)) : 0;
+    /* and lone pairs, at two sizes: what a pair's connection carries both
+     * ways, past what it passes at first (the rates on rank 0 only) */
+    long pair_small = (long)(o.max_bytes / 16), pair_large = (long)o.max_bytes;
+    double pair_small_rate =
+        exchanges ? pair_rate(node_of, local_of, n, me, buf, (int)pair_small, 8) : 0;
+    double pair_large_rate =
+        exchanges ? pair_rate(node_of, local_of, n, me, buf, (int)pair_large, 2) : 0;
     /* the library's own small calls: one phase with many messages (naive)
      * and relays of a few messages in several (halving, combining), on a
      * sparse and a dense random graph */
@@ -756,22 +812,26 @@ int main(int argc, char **argv)
         m.cores_per_job = cores_per_job;
         /* the interfaces could carry nodes x nic; well short of that, the
          * pool's cores set the pace: each moved its share. (On the emulated
-         * 4 x 4 cluster one stream per rank carries 0.9-0.95 of that and
-         * this exchange 0.60-0.77 over sixteen grids' calibrations. Its
-         * first rep is cold, twice as slow as the rest; warm reps carry
-         * 0.67-0.89 (medians 0.75 and 0.81), where naive carried 0.76-0.83
-         * on the dense graphs. The cold rate is kept because it priced
-         * those grids better, 3525 of 3600 points against 3501: it also
-         * covers halving's relays on Moore, which carried 0.51-0.59 and
-         * which the model does not see yet
-         * (bench/results/2026-11-27-exchange-warmup).) */
+         * 4 x 4 cluster one stream per rank carries 0.9-0.95 of that, and
+         * this exchange, warm, 0.67-0.89, where naive carried 0.76-0.83 on
+         * the dense graphs (bench/results/2026-11-27-exchange-warmup). A
+         * lone pair carries less, 0.55-0.63 from 1 MiB up, as halving's
+         * relays on Moore did (bench/results/2026-11-28-duplex): its own
+         * rate, where it is the slower.) */
         int capped = exchange > 0 && nic > 0 && exchange < EXCHANGE_CAPPED * nodes * nic;
+        long pair_after = 0;
+        double pair = capped ? fit_pair(exchange, (double)pair_small, pair_small_rate,
+                                        (double)pair_large, pair_large_rate, &pair_after)
+                             : 0;
         /* that exchange sends by rendezvous (1 MiB blocks); eager messages
          * and a link's burst are not held back so (machine.h) */
         long eager = !capped ? 0 : o.eager >= 0 ? o.eager : tcp_eager_bytes();
         if (capped) {
-            m.core_network_bandwidth = exchange / (cores_per_job ? cores : (double)cores * nodes);
+            double pool_cores = cores_per_job ? cores : (double)cores * nodes;
+            m.core_network_bandwidth = exchange / pool_cores;
             m.core_network_eager = (size_t)eager;
+            m.core_pair_bandwidth = pair / pool_cores;
+            m.core_pair_after = (size_t)pair_after;
         }
         if (!from_base) { /* no GPU measured here: host copies stand in */
             m.path[NBR_PATH_DEVICE] = copy; /* without the cached rate: path copy's alone */
@@ -813,10 +873,17 @@ int main(int argc, char **argv)
                                   : "per node");
         if (exchange > 0)
             fprintf(out, "#   network through the cores: every rank exchanging with every rank "
-                         "of the other nodes at once carried %.1f MB/s, %.2f of the interfaces' "
-                         "%.1f MB/s%s\n",
+                         "of the other nodes at once (after one untimed round) carried %.1f "
+                         "MB/s, %.2f of the interfaces' %.1f MB/s%s\n",
                     exchange / 1e6, exchange / (nodes * nic), nodes * nic / 1e6,
                     capped ? ": the cores' rate written" : ": the interfaces' pace");
+        if (pair_large_rate > 0)
+            fprintf(out, "#   lone pairs (each rank exchanging with one rank of another node): "
+                         "%.1f MB/s with %ld bytes a rank, %.1f MB/s with %ld; %s\n",
+                    pair_small_rate / 1e6, pair_small, pair_large_rate / 1e6, pair_large,
+                    pair > 0 ? "the pair rate written is the margin, past the bytes that went "
+                               "at the exchange's rate"
+                             : "no slower than the exchange: no pair rate");
         if (capped)
             fprintf(out, "#   eager messages: up to %ld bytes (%s)\n", eager,
                     o.eager >= 0 ? "--eager-bytes" : "btl_tcp_eager_limit less 64, MPI_T; 0: none");

@@ -49,6 +49,8 @@ typedef struct rank_state {
     int phase_end;   /* the phase's last op index + 1 */
     double end;      /* when the phase can end, so far */
     double port_free;
+    int lone_pair;   /* its messages between nodes go to and come from one
+                      * peer (machine.h, pair_gbytes_per_s) */
 } rank_state_t;
 
 typedef struct sim {
@@ -319,6 +321,35 @@ static double flight_seconds(const sim_t *s, int r, nbr_path_t path)
     return s->in->machine->path[path].alpha - send_overhead(s, r, path);
 }
 
+/* Core time of a network message's bytes that its sender's interface
+ * holds back (held of them, of bytes in all; machine.h): past a lone
+ * pair's first pair_after_bytes, at the pair rate. */
+static double network_core_seconds(const nbr_machine_t *m, int lone_pair, size_t bytes, double held)
+{
+    if (!lone_pair || !(m->core_pair_bandwidth > 0) || bytes <= m->core_pair_after)
+        return held / m->core_network_bandwidth;
+    double paired = (double)(bytes - m->core_pair_after);
+    paired = paired < held ? paired : held;
+    return (held - paired) / m->core_network_bandwidth + paired / m->core_pair_bandwidth;
+}
+
+/* Whether rank r's ops first..end-1 that cross nodes all have one peer and
+ * go both ways. */
+static int is_lone_pair(const sim_t *s, int r, const nbr_op_t *ops, int first, int end)
+{
+    int peer = -1, sends = 0, recvs = 0;
+    for (int i = first; i < end; i++) {
+        if (ops[i].kind == NBR_OP_COPY || nbr_sim_path(s->in, r, ops[i].peer) != NBR_PATH_NETWORK)
+            continue;
+        if (peer >= 0 && ops[i].peer != peer)
+            return 0;
+        peer = ops[i].peer;
+        sends += ops[i].kind == NBR_OP_SEND;
+        recvs += ops[i].kind == NBR_OP_RECV;
+    }
+    return sends > 0 && recvs > 0;
+}
+
 /* Rank r has `seconds` of bytes to move on path from time t: when it
  * starts (at once unless a CPU moves them). */
 static double bytes_start(sim_t *s, int r, double t, nbr_path_t path, double seconds)
@@ -486,7 +517,8 @@ static int issue_send(sim_t *s, int r, double t)
          * messages and bursts pass without it (bench/results/2026-11-26-blocks-default) */
         if (m->core_network_bandwidth > 0 && wire_out > 0 &&
             (m->core_network_eager == 0 || op->bytes > m->core_network_eager)) {
-            double cpu = wire_out * m->nic_bandwidth / m->core_network_bandwidth;
+            double cpu = network_core_seconds(m, st->lone_pair, op->bytes,
+                                              wire_out * m->nic_bandwidth);
             double done = core_start(s, r, t, cpu) + cpu;
             if (done + flight > arrival)
                 arrival = done + flight;
@@ -524,6 +556,8 @@ static int start_phase(sim_t *s, int r, double t)
     st->next_send = phase->first_op;
     st->phase_end = phase->first_op + phase->num_ops;
     st->pending = 1; /* held until the phase is set up: it may not end early */
+    st->lone_pair = s->in->machine->core_pair_bandwidth > 0 &&
+                    is_lone_pair(s, r, plan->ops, phase->first_op, st->phase_end);
     double copies = t;
     int sends = 0, rc = NBR_SUCCESS;
     for (int i = phase->first_op; i < st->phase_end; i++) {

@@ -94,19 +94,22 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
 }
 
 /* cores N [per=node|job] [network_gbytes_per_s=X] [eager_bytes=E]
- * [message_us=Y] */
+ * [pair_gbytes_per_s=P [pair_after_bytes=A]] [message_us=Y] */
 static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
 {
-    if (count < 2 || count > 6)
+    if (count < 2 || count > 8)
         return nbr_text_error(p, "'cores' takes a count, then optionally per=node or per=job, "
-                                 "network_gbytes_per_s=, eager_bytes= and message_us=");
+                                 "network_gbytes_per_s=, eager_bytes=, pair_gbytes_per_s=, "
+                                 "pair_after_bytes= and message_us=");
     int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores), have_per = 0, have_rate = 0,
-        have_eager = 0, have_message = 0;
+        have_eager = 0, have_message = 0, have_pair = 0, have_after = 0;
     m->cores_per_job = 0;
     for (int w = 2; w < count && rc == NBR_SUCCESS; w++) {
         const char *per = nbr_text_keyed(words[w], "per");
         const char *rate = nbr_text_keyed(words[w], "network_gbytes_per_s");
         const char *eager = nbr_text_keyed(words[w], "eager_bytes");
+        const char *pair = nbr_text_keyed(words[w], "pair_gbytes_per_s");
+        const char *after = nbr_text_keyed(words[w], "pair_after_bytes");
         const char *message = nbr_text_keyed(words[w], "message_us");
         if (per && !have_per++ && (!strcmp(per, "node") || !strcmp(per, "job"))) {
             m->cores_per_job = strcmp(per, "job") == 0;
@@ -119,6 +122,15 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
             int bytes = 0;
             rc = nbr_text_int(p, eager, 0, 1 << 30, &bytes);
             m->core_network_eager = (size_t)bytes;
+        } else if (pair && !have_pair++) {
+            rc = nbr_text_double(p, pair, &m->core_pair_bandwidth);
+            m->core_pair_bandwidth *= 1e9;
+            if (rc == NBR_SUCCESS && !(m->core_pair_bandwidth > 0))
+                rc = nbr_text_error(p, "pair_gbytes_per_s must be above 0");
+        } else if (after && !have_after++) {
+            int bytes = 0;
+            rc = nbr_text_int(p, after, 0, 1 << 30, &bytes);
+            m->core_pair_after = (size_t)bytes;
         } else if (message && !have_message++) {
             rc = nbr_text_double(p, message, &m->core_message_seconds);
             m->core_message_seconds *= 1e-6;
@@ -127,9 +139,15 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
                 rc = nbr_text_error(p, "message_us must be finite and above 0");
         } else {
             rc = nbr_text_error(p, "'%s': expected per=node, per=job, network_gbytes_per_s=, "
-                                   "eager_bytes= or message_us= (once each)", words[w]);
+                                   "eager_bytes=, pair_gbytes_per_s=, pair_after_bytes= or "
+                                   "message_us= (once each)", words[w]);
         }
     }
+    if (rc == NBR_SUCCESS && (have_pair || have_after) && !have_rate)
+        rc = nbr_text_error(p, "pair_gbytes_per_s= and pair_after_bytes= need "
+                               "network_gbytes_per_s=");
+    if (rc == NBR_SUCCESS && have_after && !have_pair)
+        rc = nbr_text_error(p, "pair_after_bytes= needs pair_gbytes_per_s=");
     return rc;
 }
 
@@ -146,15 +164,18 @@ static int parse_call(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
     return rc;
 }
 
+/* the longest line: cores with all its options */
+#define MACHINE_MAX_WORDS 8
+
 int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t size)
 {
     nbr_text_parser_t p = nbr_text_parser(text, message, size);
     int seen[NBR_NUM_PATHS] = {0}, header = 0, nics = 0, cores = 0, call = 0, rc = NBR_SUCCESS;
     memset(m, 0, sizeof(*m));
     for (char *line; rc == NBR_SUCCESS && (line = nbr_text_next_line(&p));) {
-        char *words[8];
-        int count = nbr_text_split(line, words, 7);
-        if (count > 7) {
+        char *words[MACHINE_MAX_WORDS + 1];
+        int count = nbr_text_split(line, words, MACHINE_MAX_WORDS);
+        if (count > MACHINE_MAX_WORDS) {
             rc = nbr_text_error(&p, "too many words");
         } else if (!header) {
             header = count == 2 && strcmp(words[0], "nbrcoll-machine") == 0 &&
@@ -235,6 +256,9 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
             fprintf(out, " network_gbytes_per_s=%.17g", m->core_network_bandwidth * 1e-9);
         if (m->core_network_eager > 0)
             fprintf(out, " eager_bytes=%zu", m->core_network_eager);
+        if (m->core_pair_bandwidth > 0)
+            fprintf(out, " pair_gbytes_per_s=%.17g pair_after_bytes=%zu",
+                    m->core_pair_bandwidth * 1e-9, m->core_pair_after);
         if (m->core_message_seconds > 0)
             fprintf(out, " message_us=%.17g", m->core_message_seconds * 1e6);
         fputc('\n', out);

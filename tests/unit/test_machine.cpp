@@ -138,6 +138,19 @@ TEST(MachineFile, WritesWhatItReads)
         << text;
     EXPECT_EQ(back.nic_burst, 125000.0);
     EXPECT_EQ(back.core_network_eager, 65472u);
+    // a lone pair's rate and the bytes before it (machine.h)
+    EXPECT_EQ(back.core_pair_bandwidth, 0.0) << "no pair rate unless told";
+    m.core_pair_bandwidth = 0.125e9;
+    m.core_pair_after = 262144;
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find("eager_bytes=65472 pair_gbytes_per_s=0.125 pair_after_bytes=262144 "
+                        "message_us"),
+              std::string::npos)
+        << text;
+    EXPECT_DOUBLE_EQ(back.core_pair_bandwidth, 0.125e9);
+    EXPECT_EQ(back.core_pair_after, 262144u);
+    m.core_pair_bandwidth = 0;
+    m.core_pair_after = 0;
     EXPECT_EQ(back.nic_burst_bandwidth, 0.0) << "no burst rate unless told";
     m.nic_burst_bandwidth = 0.37e9;
     text = round_trip(m, &back);
@@ -239,8 +252,8 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 eager_bytes=1 eager_bytes=2\n",
          "line 9: 'eager_bytes=2': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=rack\n",
-         "line 9: 'per=rack': expected per=node, per=job, network_gbytes_per_s=, eager_bytes= or "
-         "message_us="},
+         "line 9: 'per=rack': expected per=node, per=job, network_gbytes_per_s=, eager_bytes=, "
+         "pair_gbytes_per_s=, pair_after_bytes= or message_us="},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job per=node\n",
          "line 9: 'per=node': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=0\n",
@@ -248,8 +261,16 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 x\n",
          "line 9: 'x': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 "
-                        "eager_bytes=1 message_us=1 x\n",
-         "line 9: 'cores' takes a count"},
+                        "eager_bytes=1 pair_gbytes_per_s=1 pair_after_bytes=1 message_us=1 x\n",
+         "line 9: too many words"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 pair_gbytes_per_s=1\n",
+         "line 9: pair_gbytes_per_s= and pair_after_bytes= need network_gbytes_per_s="},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=1 "
+                        "pair_after_bytes=5\n",
+         "line 9: pair_after_bytes= needs pair_gbytes_per_s="},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=1 "
+                        "pair_gbytes_per_s=0\n",
+         "line 9: pair_gbytes_per_s must be above 0"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_us=0\n",
          "line 9: message_us must be finite and above 0"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_us=inf\n",

@@ -286,6 +286,52 @@ TEST(Simulator, EagerMessagesAndBurstsTakeNoCore)
     EXPECT_NEAR(e[3], 20 * us, 1e-12);
 }
 
+// A lone pair (machine.h, pair_gbytes_per_s): a rank whose messages between
+// nodes in a phase all go to and come from one peer moves their bytes past
+// pair_after_bytes at the pair rate; a rank that sends one way, or to one
+// peer and takes from another, does not.
+TEST(Simulator, LonePairsTakeThePairRate)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
+    m.cores = 2;
+    m.cores_per_job = 1;
+    m.core_network_bandwidth = 0.05e9; // 1000 B: 20 us of a core
+    m.core_pair_bandwidth = 0.025e9;
+    m.core_pair_after = 400;
+    // 0 <-> 2 both ways, 1 -> 3 one way; rank 1 also sends inside its node
+    // to rank 0, which the pair does not count
+    Plans p({{{{NBR_OP_SEND, 2, 1000}, {NBR_OP_RECV, 2, 1000}, {NBR_OP_RECV, 1, 10}}},
+             {{{NBR_OP_SEND, 3, 1000}, {NBR_OP_SEND, 0, 10}}},
+             {{{NBR_OP_SEND, 0, 1000}, {NBR_OP_RECV, 0, 1000}}},
+             {{{NBR_OP_RECV, 1, 1000}}}},
+            &two.loc);
+    std::vector<double> e = ends_of(p, &two.loc, m);
+    // the pair's messages: 400 B at 0.05 GB/s (8 us) + 600 B at 0.025 (24
+    // us), queued on the two cores behind rank 1's 20 us (first come:
+    // ranks 0 and 1 issue at 0; rank 2's waits for the first free core)
+    EXPECT_NEAR(e[3], 20 * us, 1e-12) << "one way: the cores' rate";
+    EXPECT_NEAR(e[0], 52 * us, 1e-12) << "rank 2's 32 us after rank 1's 20";
+    EXPECT_NEAR(e[2], 52 * us, 1e-12);
+    m.core_pair_after = 1000; // the whole message before the pair rate
+    e = ends_of(p, &two.loc, m);
+    EXPECT_NEAR(e[0], 40 * us, 1e-12);
+    m.core_pair_after = 0;
+    m.core_pair_bandwidth = 0; // no pair rate: as any message
+    e = ends_of(p, &two.loc, m);
+    EXPECT_NEAR(e[0], 40 * us, 1e-12);
+    // rank 0 sends to 2 but takes from 3: not a pair
+    m.core_pair_bandwidth = 0.025e9;
+    Plans q({{{{NBR_OP_SEND, 2, 1000}, {NBR_OP_RECV, 3, 1000}}},
+             {{}},
+             {{{NBR_OP_RECV, 0, 1000}}},
+             {{{NBR_OP_SEND, 0, 1000}}}},
+            &two.loc);
+    e = ends_of(q, &two.loc, m);
+    EXPECT_NEAR(e[2], 20 * us, 1e-12);
+    EXPECT_NEAR(e[0], 20 * us, 1e-12);
+}
+
 // With a burst rate (machine.h, burst_gbytes_per_s) the bytes that pass on
 // both interfaces' bursts go at that rate on the sender's port and in
 // flight, the rest at the path's.

@@ -7,7 +7,10 @@
 # (score.py's rule: a point is within 25 % when the ratio is in 0.75-1.25).
 # COPY_GBPS (0 or absent: as calibrated) sets the large copies' rate, CN
 # (later, 2026-11-27-trial-fix; GB/s a core) the cores' network rate, CNX
-# (later, 2026-11-27-exchange-warmup) multiplies the calibrated one. The
+# (later, 2026-11-27-exchange-warmup) multiplies the calibrated one; PAIRX
+# (later, 2026-11-28-duplex) gives a calibration without a pair rate one,
+# that many times its calibrated cores' rate (before CNX), with PAIRB its
+# pair_after_bytes. The
 # calibrations of 2026-11-25/26 lack some fields: burst_bytes=125000 and
 # eager_bytes=65472 are added as score-grids.sh of ../2026-11-26-cached-copies
 # does, and CB=65536 CR=35 gives them a cached copy rate as later
@@ -33,12 +36,15 @@ fields() { # machine file -> the fields it lacks, the copy rates asked for
   local br; br=$(burst_rate "$1")
   sed -e "/burst_bytes/!s/^nics \(.*\)$/nics \1 burst_bytes=125000/" \
       -e "s/^cores \([0-9]* per=job network_gbytes_per_s=[0-9.e+-]*\) message/cores \1 eager_bytes=65472 message/" "$1" |
-  awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" -v br="$br" -v cn="${CN:-0}" -v cnx="${CNX:-0}" '
+  awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" -v br="$br" -v cn="${CN:-0}" -v cnx="${CNX:-0}" \
+      -v px="${PAIRX:-0}" -v pb="${PAIRB:-0}" '
     function set(key, value,  i) { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") $i = key "=" value }
     function get(key,  i) { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") return substr($i, length(key) + 2) }
     /^nics / && br > 0 && !/burst_gbytes/ { $0 = $0 " burst_gbytes_per_s=" br }
     /^path copy/ && r > 0 { set("gbytes_per_s", r) }
     /^cores / && cn > 0 { set("network_gbytes_per_s", cn) }
+    /^cores / && px > 0 && !/pair_gbytes/ && /network_gbytes/ {
+      $0 = $0 " pair_gbytes_per_s=" get("network_gbytes_per_s") * px " pair_after_bytes=" pb }
     /^cores / && cnx > 0 { set("network_gbytes_per_s", get("network_gbytes_per_s") * cnx) }
     /^path copy/ && cb > 0 && !/cached/ { $0 = $0 " cached_bytes=" cb " cached_gbytes_per_s=" cr } { print }'
 }
