@@ -338,27 +338,19 @@ static double pair_rate(const int *node_of, const int *local_of, int n, int me, 
     return exchange_with(&partner, partner >= 0, reps, buf, bytes);
 }
 
-/* The pair rate and pair_after_bytes (machine.h) from lone pairs of
- * `small` and `large` bytes a rank carrying `small_rate` and `large_rate`
- * (the job's bytes a second), where other exchanges carry `exchange`: the
- * pair rate is the large one's margin over the small one, and the small
- * one's first after bytes went at the exchange's rate. Where a pair is not
- * slower than that, *after_bytes is left and 0 returned: no pair rate. */
-static double fit_pair(double exchange, double small, double small_rate, double large,
-                       double large_rate, long *after_bytes)
+/* A lone pair's rate past its first `small` bytes (machine.h,
+ * pair_gbytes_per_s), from lone pairs of `small` and `large` bytes a rank
+ * carrying small_rate and large_rate (the job's bytes a second): the
+ * large one's margin over the small one. 0 where the margin is not the
+ * slower: no pair rates. */
+static double pair_margin(double small, double small_rate, double large, double large_rate)
 {
-    if (!(exchange > 0 && small_rate > 0 && large_rate > 0 && large > small))
+    if (!(small_rate > 0 && large_rate > 0 && large > small))
         return 0;
-    /* seconds a byte of one rank's share, at the job's rates */
+    /* seconds for one rank's share of the job's bytes */
     double t_small = small / small_rate, t_large = large / large_rate;
-    if (!(t_large > t_small))
-        return 0;
-    double pair = (large - small) / (t_large - t_small); /* marginal, job-wide */
-    if (!(pair < exchange))
-        return 0;
-    double after = (small / pair - t_small) / (1 / pair - 1 / exchange);
-    *after_bytes = after < 0 ? 0 : after > small ? (long)small : (long)after;
-    return pair;
+    double margin = t_large > t_small ? (large - small) / (t_large - t_small) : 0;
+    return margin < small_rate ? margin : 0;
 }
 
 #define SMALL_ROUNDS 500
@@ -736,7 +728,7 @@ int main(int argc, char **argv)
     double exchange =
         exchanges ? exchange_rate(node_of, n, me, buf, (int)(o.max_bytes / 16)) : 0;
     /* and lone pairs, at two sizes: what a pair's connection carries both
-     * ways, past what it passes at first (the rates on rank 0 only) */
+     * ways at first, and past that (the rates on rank 0 only) */
     long pair_small = (long)(o.max_bytes / 16), pair_large = (long)o.max_bytes;
     double pair_small_rate =
         exchanges ? pair_rate(node_of, local_of, n, me, buf, (int)pair_small, 8) : 0;
@@ -815,13 +807,14 @@ int main(int argc, char **argv)
          * 4 x 4 cluster one stream per rank carries 0.9-0.95 of that, and
          * this exchange, warm, 0.67-0.89, where naive carried 0.76-0.83 on
          * the dense graphs (bench/results/2026-11-27-exchange-warmup). A
-         * lone pair carries less, 0.55-0.63 from 1 MiB up, as halving's
-         * relays on Moore did (bench/results/2026-11-28-duplex): its own
-         * rate, where it is the slower.) */
+         * lone pair with 16 MiB a rank carries 0.52-0.63, as halving's
+         * relays on Moore did, and with 1 MiB as much as the exchange or
+         * more (bench/results/2026-11-28-duplex): rates of its own.) */
         int capped = exchange > 0 && nic > 0 && exchange < EXCHANGE_CAPPED * nodes * nic;
-        long pair_after = 0;
-        double pair = capped ? fit_pair(exchange, (double)pair_small, pair_small_rate,
-                                        (double)pair_large, pair_large_rate, &pair_after)
+        /* a lone pair's first bytes at the small one's rate, the rest at
+         * the margin */
+        double pair = capped ? pair_margin((double)pair_small, pair_small_rate,
+                                           (double)pair_large, pair_large_rate)
                              : 0;
         /* that exchange sends by rendezvous (1 MiB blocks); eager messages
          * and a link's burst are not held back so (machine.h) */
@@ -831,7 +824,8 @@ int main(int argc, char **argv)
             m.core_network_bandwidth = exchange / pool_cores;
             m.core_network_eager = (size_t)eager;
             m.core_pair_bandwidth = pair / pool_cores;
-            m.core_pair_after = (size_t)pair_after;
+            m.core_pair_after = pair > 0 ? (size_t)pair_small : 0;
+            m.core_pair_first_bandwidth = pair > 0 ? pair_small_rate / pool_cores : 0;
         }
         if (!from_base) { /* no GPU measured here: host copies stand in */
             m.path[NBR_PATH_DEVICE] = copy; /* without the cached rate: path copy's alone */
@@ -881,9 +875,8 @@ int main(int argc, char **argv)
             fprintf(out, "#   lone pairs (each rank exchanging with one rank of another node): "
                          "%.1f MB/s with %ld bytes a rank, %.1f MB/s with %ld; %s\n",
                     pair_small_rate / 1e6, pair_small, pair_large_rate / 1e6, pair_large,
-                    pair > 0 ? "the pair rate written is the margin, past the bytes that went "
-                               "at the exchange's rate"
-                             : "no slower than the exchange: no pair rate");
+                    pair > 0 ? "the first rate and the large one's margin written"
+                             : "the large one no slower: no pair rates");
         if (capped)
             fprintf(out, "#   eager messages: up to %ld bytes (%s)\n", eager,
                     o.eager >= 0 ? "--eager-bytes" : "btl_tcp_eager_limit less 64, MPI_T; 0: none");

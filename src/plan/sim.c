@@ -322,15 +322,17 @@ static double flight_seconds(const sim_t *s, int r, nbr_path_t path)
 }
 
 /* Core time of a network message's bytes that its sender's interface
- * holds back (held of them, of bytes in all; machine.h): past a lone
- * pair's first pair_after_bytes, at the pair rate. */
+ * holds back (held of them, of bytes in all; machine.h): a lone pair's
+ * at its own rates, the first pair_after_bytes' and the rest's. */
 static double network_core_seconds(const nbr_machine_t *m, int lone_pair, size_t bytes, double held)
 {
-    if (!lone_pair || !(m->core_pair_bandwidth > 0) || bytes <= m->core_pair_after)
+    if (!lone_pair || !(m->core_pair_bandwidth > 0))
         return held / m->core_network_bandwidth;
-    double paired = (double)(bytes - m->core_pair_after);
+    double first = m->core_pair_first_bandwidth > 0 ? m->core_pair_first_bandwidth
+                                                    : m->core_network_bandwidth;
+    double paired = bytes > m->core_pair_after ? (double)(bytes - m->core_pair_after) : 0;
     paired = paired < held ? paired : held;
-    return (held - paired) / m->core_network_bandwidth + paired / m->core_pair_bandwidth;
+    return (held - paired) / first + paired / m->core_pair_bandwidth;
 }
 
 /* Whether rank r's ops first..end-1 that cross nodes all have one peer and

@@ -94,15 +94,16 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
 }
 
 /* cores N [per=node|job] [network_gbytes_per_s=X] [eager_bytes=E]
- * [pair_gbytes_per_s=P [pair_after_bytes=A]] [message_us=Y] */
+ * [pair_gbytes_per_s=P [pair_after_bytes=A] [pair_first_gbytes_per_s=F]]
+ * [message_us=Y] */
 static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
 {
-    if (count < 2 || count > 8)
+    if (count < 2 || count > 9)
         return nbr_text_error(p, "'cores' takes a count, then optionally per=node or per=job, "
                                  "network_gbytes_per_s=, eager_bytes=, pair_gbytes_per_s=, "
-                                 "pair_after_bytes= and message_us=");
+                                 "pair_after_bytes=, pair_first_gbytes_per_s= and message_us=");
     int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores), have_per = 0, have_rate = 0,
-        have_eager = 0, have_message = 0, have_pair = 0, have_after = 0;
+        have_eager = 0, have_message = 0, have_pair = 0, have_after = 0, have_first = 0;
     m->cores_per_job = 0;
     for (int w = 2; w < count && rc == NBR_SUCCESS; w++) {
         const char *per = nbr_text_keyed(words[w], "per");
@@ -110,6 +111,7 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
         const char *eager = nbr_text_keyed(words[w], "eager_bytes");
         const char *pair = nbr_text_keyed(words[w], "pair_gbytes_per_s");
         const char *after = nbr_text_keyed(words[w], "pair_after_bytes");
+        const char *first = nbr_text_keyed(words[w], "pair_first_gbytes_per_s");
         const char *message = nbr_text_keyed(words[w], "message_us");
         if (per && !have_per++ && (!strcmp(per, "node") || !strcmp(per, "job"))) {
             m->cores_per_job = strcmp(per, "job") == 0;
@@ -127,6 +129,11 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
             m->core_pair_bandwidth *= 1e9;
             if (rc == NBR_SUCCESS && !(m->core_pair_bandwidth > 0))
                 rc = nbr_text_error(p, "pair_gbytes_per_s must be above 0");
+        } else if (first && !have_first++) {
+            rc = nbr_text_double(p, first, &m->core_pair_first_bandwidth);
+            m->core_pair_first_bandwidth *= 1e9;
+            if (rc == NBR_SUCCESS && !(m->core_pair_first_bandwidth > 0))
+                rc = nbr_text_error(p, "pair_first_gbytes_per_s must be above 0");
         } else if (after && !have_after++) {
             int bytes = 0;
             rc = nbr_text_int(p, after, 0, 1 << 30, &bytes);
@@ -139,15 +146,16 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
                 rc = nbr_text_error(p, "message_us must be finite and above 0");
         } else {
             rc = nbr_text_error(p, "'%s': expected per=node, per=job, network_gbytes_per_s=, "
-                                   "eager_bytes=, pair_gbytes_per_s=, pair_after_bytes= or "
-                                   "message_us= (once each)", words[w]);
+                                   "eager_bytes=, pair_gbytes_per_s=, pair_after_bytes=, "
+                                   "pair_first_gbytes_per_s= or message_us= (once each)",
+                                   words[w]);
         }
     }
-    if (rc == NBR_SUCCESS && (have_pair || have_after) && !have_rate)
-        rc = nbr_text_error(p, "pair_gbytes_per_s= and pair_after_bytes= need "
-                               "network_gbytes_per_s=");
-    if (rc == NBR_SUCCESS && have_after && !have_pair)
-        rc = nbr_text_error(p, "pair_after_bytes= needs pair_gbytes_per_s=");
+    if (rc == NBR_SUCCESS && have_pair && !have_rate)
+        rc = nbr_text_error(p, "pair_gbytes_per_s= needs network_gbytes_per_s=");
+    if (rc == NBR_SUCCESS && (have_after || have_first) && !have_pair)
+        rc = nbr_text_error(p, "pair_after_bytes= and pair_first_gbytes_per_s= need "
+                               "pair_gbytes_per_s=");
     return rc;
 }
 
@@ -165,7 +173,7 @@ static int parse_call(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
 }
 
 /* the longest line: cores with all its options */
-#define MACHINE_MAX_WORDS 8
+#define MACHINE_MAX_WORDS 9
 
 int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t size)
 {
@@ -259,6 +267,8 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
         if (m->core_pair_bandwidth > 0)
             fprintf(out, " pair_gbytes_per_s=%.17g pair_after_bytes=%zu",
                     m->core_pair_bandwidth * 1e-9, m->core_pair_after);
+        if (m->core_pair_bandwidth > 0 && m->core_pair_first_bandwidth > 0)
+            fprintf(out, " pair_first_gbytes_per_s=%.17g", m->core_pair_first_bandwidth * 1e-9);
         if (m->core_message_seconds > 0)
             fprintf(out, " message_us=%.17g", m->core_message_seconds * 1e6);
         fputc('\n', out);

@@ -61,12 +61,14 @@
  * headers); smaller ones, and bytes that pass on a burst, take no core
  * time at that rate. Without eager_bytes every message's bytes do.
  * pair_gbytes_per_s (optional) is that rate for a lone pair's messages
- * past their first pair_after_bytes (optional, default 0): a rank whose
- * messages between nodes in a phase all go to and come from one peer, as
- * halving's steps do, so that one TCP connection carries them both ways at
- * once. On the emulated cluster such connections carried 0.55-0.63 of the
- * interfaces' rate from 1 MiB up, where ranks talking to several peers at
- * once carried 0.7-0.78 and connections used one way only the full rate
+ * past their first pair_after_bytes (optional, default 0), which go at
+ * pair_first_gbytes_per_s (optional; default network_gbytes_per_s): a
+ * lone pair is a rank whose messages between nodes in a phase all go to
+ * and come from one peer, as halving's steps do, so that one TCP
+ * connection carries them both ways at once. On the emulated cluster such
+ * connections carried 0.52-0.63 of the interfaces' rate with 16 MiB a rank
+ * and more with 1 MiB, where ranks talking to several peers at once
+ * carried 0.64-0.78 and connections used one way the full rate
  * (bench/results/2026-11-28-duplex).
  * message_us (optional) is the core time each message's hand-off takes
  * from the sender's pool where ranks outnumber its cores: the turns the
@@ -123,7 +125,8 @@ typedef struct nbr_machine {
                                     * core time at that rate; 0: all do */
     double core_pair_bandwidth;    /* the rate of a lone pair's bytes past
                                     * core_pair_after; 0: as any others */
-    size_t core_pair_after;        /* bytes of such a message at the other rate */
+    size_t core_pair_after;        /* bytes of such a message before that */
+    double core_pair_first_bandwidth; /* their rate; 0: the cores' network rate */
     double core_message_seconds;   /* a message's hand-off on a shared core;
                                     * 0: none */
     double start;                  /* seconds from a call's start until its

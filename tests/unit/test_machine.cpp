@@ -149,8 +149,16 @@ TEST(MachineFile, WritesWhatItReads)
         << text;
     EXPECT_DOUBLE_EQ(back.core_pair_bandwidth, 0.125e9);
     EXPECT_EQ(back.core_pair_after, 262144u);
+    EXPECT_EQ(back.core_pair_first_bandwidth, 0.0) << "the cores' rate first unless told";
+    m.core_pair_first_bandwidth = 0.1875e9;
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find("pair_after_bytes=262144 pair_first_gbytes_per_s=0.1875 message_us"),
+              std::string::npos)
+        << text;
+    EXPECT_DOUBLE_EQ(back.core_pair_first_bandwidth, 0.1875e9);
     m.core_pair_bandwidth = 0;
     m.core_pair_after = 0;
+    m.core_pair_first_bandwidth = 0;
     EXPECT_EQ(back.nic_burst_bandwidth, 0.0) << "no burst rate unless told";
     m.nic_burst_bandwidth = 0.37e9;
     text = round_trip(m, &back);
@@ -253,7 +261,7 @@ TEST(MachineFile, ErrorsNameTheLine)
          "line 9: 'eager_bytes=2': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=rack\n",
          "line 9: 'per=rack': expected per=node, per=job, network_gbytes_per_s=, eager_bytes=, "
-         "pair_gbytes_per_s=, pair_after_bytes= or message_us="},
+         "pair_gbytes_per_s=, pair_after_bytes=, pair_first_gbytes_per_s= or message_us="},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job per=node\n",
          "line 9: 'per=node': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=0\n",
@@ -261,13 +269,17 @@ TEST(MachineFile, ErrorsNameTheLine)
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 x\n",
          "line 9: 'x': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 "
-                        "eager_bytes=1 pair_gbytes_per_s=1 pair_after_bytes=1 message_us=1 x\n",
+                        "eager_bytes=1 pair_gbytes_per_s=1 pair_after_bytes=1 "
+                        "pair_first_gbytes_per_s=1 message_us=1 x\n",
          "line 9: too many words"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 pair_gbytes_per_s=1\n",
-         "line 9: pair_gbytes_per_s= and pair_after_bytes= need network_gbytes_per_s="},
+         "line 9: pair_gbytes_per_s= needs network_gbytes_per_s="},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=1 "
                         "pair_after_bytes=5\n",
-         "line 9: pair_after_bytes= needs pair_gbytes_per_s="},
+         "line 9: pair_after_bytes= and pair_first_gbytes_per_s= need pair_gbytes_per_s="},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=1 "
+                        "pair_gbytes_per_s=1 pair_first_gbytes_per_s=0\n",
+         "line 9: pair_first_gbytes_per_s must be above 0"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=1 "
                         "pair_gbytes_per_s=0\n",
          "line 9: pair_gbytes_per_s must be above 0"},

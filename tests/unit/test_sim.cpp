@@ -287,9 +287,10 @@ TEST(Simulator, EagerMessagesAndBurstsTakeNoCore)
 }
 
 // A lone pair (machine.h, pair_gbytes_per_s): a rank whose messages between
-// nodes in a phase all go to and come from one peer moves their bytes past
-// pair_after_bytes at the pair rate; a rank that sends one way, or to one
-// peer and takes from another, does not.
+// nodes in a phase all go to and come from one peer moves their first
+// pair_after_bytes at pair_first_gbytes_per_s (or the cores' network rate)
+// and the rest at the pair rate; a rank that sends one way, or to one peer
+// and takes from another, does not.
 TEST(Simulator, LonePairsTakeThePairRate)
 {
     nbr_machine_t m = test_machine();
@@ -316,6 +317,14 @@ TEST(Simulator, LonePairsTakeThePairRate)
     m.core_pair_after = 1000; // the whole message before the pair rate
     e = ends_of(p, &two.loc, m);
     EXPECT_NEAR(e[0], 40 * us, 1e-12);
+    // the first bytes at a rate of their own: 400 B at 0.1 GB/s (4 us) +
+    // 600 B at 0.025 (24 us), after rank 1's 20 us
+    m.core_pair_after = 400;
+    m.core_pair_first_bandwidth = 0.1e9;
+    e = ends_of(p, &two.loc, m);
+    EXPECT_NEAR(e[0], 48 * us, 1e-12);
+    EXPECT_NEAR(e[3], 20 * us, 1e-12) << "one way: still the cores' rate";
+    m.core_pair_first_bandwidth = 0;
     m.core_pair_after = 0;
     m.core_pair_bandwidth = 0; // no pair rate: as any message
     e = ends_of(p, &two.loc, m);
