@@ -93,6 +93,26 @@ static int parse_path(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
     return nbr_text_error(p, "unknown path '%s' (copy device socket node gpu network)", words[1]);
 }
 
+/* A cores line's rate: GB/s in the text (key=value), bytes per second in
+ * *rate, above 0. */
+static int parse_core_rate(nbr_text_parser_t *p, const char *key, const char *value,
+                           double *rate)
+{
+    int rc = nbr_text_double(p, value, rate);
+    *rate *= 1e9;
+    if (rc == NBR_SUCCESS && !(*rate > 0))
+        rc = nbr_text_error(p, "%s must be above 0", key);
+    return rc;
+}
+
+/* A cores line's byte count, 0 to 1 GiB. */
+static int parse_core_bytes(nbr_text_parser_t *p, const char *value, size_t *bytes)
+{
+    int count = 0, rc = nbr_text_int(p, value, 0, 1 << 30, &count);
+    *bytes = (size_t)count;
+    return rc;
+}
+
 /* cores N [per=node|job] [network_gbytes_per_s=X] [eager_bytes=E]
  * [pair_gbytes_per_s=P [pair_after_bytes=A] [pair_first_gbytes_per_s=F]]
  * [message_us=Y] */
@@ -116,28 +136,16 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
         if (per && !have_per++ && (!strcmp(per, "node") || !strcmp(per, "job"))) {
             m->cores_per_job = strcmp(per, "job") == 0;
         } else if (rate && !have_rate++) {
-            rc = nbr_text_double(p, rate, &m->core_network_bandwidth);
-            m->core_network_bandwidth *= 1e9;
-            if (rc == NBR_SUCCESS && !(m->core_network_bandwidth > 0))
-                rc = nbr_text_error(p, "network_gbytes_per_s must be above 0");
+            rc = parse_core_rate(p, "network_gbytes_per_s", rate, &m->core_network_bandwidth);
         } else if (eager && !have_eager++) {
-            int bytes = 0;
-            rc = nbr_text_int(p, eager, 0, 1 << 30, &bytes);
-            m->core_network_eager = (size_t)bytes;
+            rc = parse_core_bytes(p, eager, &m->core_network_eager);
         } else if (pair && !have_pair++) {
-            rc = nbr_text_double(p, pair, &m->core_pair_bandwidth);
-            m->core_pair_bandwidth *= 1e9;
-            if (rc == NBR_SUCCESS && !(m->core_pair_bandwidth > 0))
-                rc = nbr_text_error(p, "pair_gbytes_per_s must be above 0");
+            rc = parse_core_rate(p, "pair_gbytes_per_s", pair, &m->core_pair_bandwidth);
         } else if (first && !have_first++) {
-            rc = nbr_text_double(p, first, &m->core_pair_first_bandwidth);
-            m->core_pair_first_bandwidth *= 1e9;
-            if (rc == NBR_SUCCESS && !(m->core_pair_first_bandwidth > 0))
-                rc = nbr_text_error(p, "pair_first_gbytes_per_s must be above 0");
+            rc = parse_core_rate(p, "pair_first_gbytes_per_s", first,
+                                 &m->core_pair_first_bandwidth);
         } else if (after && !have_after++) {
-            int bytes = 0;
-            rc = nbr_text_int(p, after, 0, 1 << 30, &bytes);
-            m->core_pair_after = (size_t)bytes;
+            rc = parse_core_bytes(p, after, &m->core_pair_after);
         } else if (message && !have_message++) {
             rc = nbr_text_double(p, message, &m->core_message_seconds);
             m->core_message_seconds *= 1e-6;
