@@ -875,8 +875,9 @@ int main(int argc, char **argv)
             fprintf(out, "#   lone pairs (each rank exchanging with one rank of another node): "
                          "%.1f MB/s with %ld bytes a rank, %.1f MB/s with %ld; %s\n",
                     pair_small_rate / 1e6, pair_small, pair_large_rate / 1e6, pair_large,
-                    pair > 0 ? "the first rate and the large one's margin written"
-                             : "the large one no slower: no pair rates");
+                    !capped    ? "not written: the exchange is not held back"
+                    : pair > 0 ? "the first rate and the large one's margin written"
+                               : "the large one no slower: no pair rates");
         if (capped)
             fprintf(out, "#   eager messages: up to %ld bytes (%s)\n", eager,
                     o.eager >= 0 ? "--eager-bytes" : "btl_tcp_eager_limit less 64, MPI_T; 0: none");

@@ -323,10 +323,11 @@ static double flight_seconds(const sim_t *s, int r, nbr_path_t path)
 
 /* Core time of a network message's bytes that its sender's interface
  * holds back (held of them, of bytes in all; machine.h): a lone pair's
- * at its own rates, the first pair_after_bytes' and the rest's. */
+ * (only ever set where the machine has a pair rate) at its own rates, the
+ * first pair_after_bytes' and the rest's. */
 static double network_core_seconds(const nbr_machine_t *m, int lone_pair, size_t bytes, double held)
 {
-    if (!lone_pair || !(m->core_pair_bandwidth > 0))
+    if (!lone_pair)
         return held / m->core_network_bandwidth;
     double first = m->core_pair_first_bandwidth > 0 ? m->core_pair_first_bandwidth
                                                     : m->core_network_bandwidth;
