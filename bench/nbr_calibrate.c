@@ -27,7 +27,8 @@
  * bytes at. Last, it times the library's own allgather of 8 B blocks
  * (naive, halving and combining on a sparse and a dense random graph,
  * interleaved, as nbr_bench times a call) and fits a line through their
- * times against the messages a rank sends: where it meets zero messages,
+ * times against the messages a rank sends (to other nodes, where the job
+ * has several: machine.h, message_paths): where it meets zero messages,
  * less one message alone, is the per-call start; where ranks share cores,
  * its slope over the ranks a core serves is each message's hand-off on
  * them (machine.h). Paths it cannot measure here (a second socket, GPUs)
@@ -361,6 +362,7 @@ typedef struct small_call {
     const char *algorithm;
     double density;  /* of the random graph (seeds apart from the grid's) */
     double messages; /* a rank sends per call, mean over ranks */
+    double network_messages; /* of them to other nodes */
     double seconds;  /* median, timed as nbr_bench times a call */
     MPI_Comm comm;
     bh_topo_t topo;
@@ -419,11 +421,14 @@ static int time_small_calls(int n, small_call_t *calls, int count)
     for (int k = 0; k < count && all == 0; k++) {
         nbr_counters_t counted = {0};
         int got = nbr_get_counters(calls[k].comm, &counted);
-        double sent = got == 0 ? (double)(counted.msgs_intra_node + counted.msgs_inter_node) /
-                                     SMALL_ROUNDS
-                               : 0;
-        MPI_Allreduce(&sent, &calls[k].messages, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        calls[k].messages /= n;
+        double sent[2] = {0, 0}, all_sent[2] = {0, 0};
+        if (got == 0) {
+            sent[0] = (double)(counted.msgs_intra_node + counted.msgs_inter_node) / SMALL_ROUNDS;
+            sent[1] = (double)counted.msgs_inter_node / SMALL_ROUNDS;
+        }
+        MPI_Allreduce(sent, all_sent, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        calls[k].messages = all_sent[0] / n;
+        calls[k].network_messages = all_sent[1] / n;
         qsort(calls[k].samples, SMALL_ROUNDS, sizeof(double), compare_double);
         calls[k].seconds = calls[k].samples[SMALL_ROUNDS / 2];
     }
@@ -431,12 +436,13 @@ static int time_small_calls(int n, small_call_t *calls, int count)
 }
 
 /* The least-squares line through the calls' times against their messages
- * a rank. */
-static void fit_line(const small_call_t *calls, int count, double *slope, double *at_zero)
+ * a rank (or with network, those to other nodes only). */
+static void fit_line(const small_call_t *calls, int count, int network, double *slope,
+                     double *at_zero)
 {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (int k = 0; k < count; k++) {
-        double x = calls[k].messages, y = calls[k].seconds;
+        double x = network ? calls[k].network_messages : calls[k].messages, y = calls[k].seconds;
         sx += x;
         sy += y;
         sxx += x * x;
@@ -844,10 +850,16 @@ int main(int argc, char **argv)
          * (bench/results/2026-11-26-handoff). */
         double pressure = cores ? (double)pool_ranks / cores : 0;
         double one_message = n > 1 ? slowest_message(&m, node_of, local_of, n, spr) : 0;
+        /* with other nodes, against the messages to them alone: those are
+         * what a small call's time followed on the emulated cluster, not
+         * the messages inside a node (machine.h, message_paths) */
+        int network_only = nodes > 1;
         double slope = 0, at_zero = 0;
-        fit_line(calls, num_calls, &slope, &at_zero);
-        if (slope > 0 && pressure > 0)
+        fit_line(calls, num_calls, network_only, &slope, &at_zero);
+        if (slope > 0 && pressure > 0) {
             m.core_message_seconds = slope / pressure;
+            m.core_message_network_only = network_only;
+        }
         m.start = at_zero > one_message ? at_zero - one_message : 0;
         FILE *out = o.output ? fopen(o.output, "w") : stdout;
         if (!out) {
@@ -900,14 +912,19 @@ int main(int argc, char **argv)
         if (num_calls > 0) {
             fprintf(out, "#   small calls (allgather of 8 B, random graphs, timed as nbr_bench "
                          "times them, interleaved, median of %d): algorithm density "
-                         "messages-a-rank us:",
-                    SMALL_ROUNDS);
-            for (int k = 0; k < num_calls; k++)
-                fprintf(out, "%s %s %.1f %.2f %.1f", k % 3 ? "," : "\n#    ", calls[k].algorithm,
-                        calls[k].density, calls[k].messages, calls[k].seconds * 1e6);
+                         "messages-a-rank%s us:",
+                    SMALL_ROUNDS, network_only ? " (to other nodes)" : "");
+            for (int k = 0; k < num_calls; k++) {
+                fprintf(out, "%s %s %.1f %.2f", k % 3 ? "," : "\n#    ", calls[k].algorithm,
+                        calls[k].density, calls[k].messages);
+                if (network_only)
+                    fprintf(out, " (%.2f)", calls[k].network_messages);
+                fprintf(out, " %.1f", calls[k].seconds * 1e6);
+            }
             fprintf(out, "\n#   call start: %.1f us at zero messages, less %.1f us for the "
-                         "slowest message alone; %.2f us a message a rank%s\n",
+                         "slowest message alone; %.2f us a message a rank%s%s\n",
                     at_zero * 1e6, one_message * 1e6, slope * 1e6,
+                    network_only ? " to other nodes" : "",
                     m.core_message_seconds > 0 ? ", over the ranks a core serves: the hand-off"
                                                : "");
         }

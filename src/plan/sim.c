@@ -281,10 +281,13 @@ static double core_start(sim_t *s, int r, double t, double seconds)
     return queue_start(s, s->core_free, r, t, seconds);
 }
 
-/* Whether rank r's messages take a hand-off (machine.h, message_us). */
-static int hands_off(const sim_t *s, int r)
+/* Whether rank r's messages on path take a hand-off (machine.h,
+ * message_us and message_paths). */
+static int hands_off(const sim_t *s, int r, nbr_path_t path)
 {
-    return s->in->machine->core_message_seconds > 0 && shares_cores(s, r);
+    const nbr_machine_t *m = s->in->machine;
+    return m->core_message_seconds > 0 && shares_cores(s, r) &&
+           (!m->core_message_network_only || path == NBR_PATH_NETWORK);
 }
 
 /* A message's hand-off: when rank r's send from time t may go. Hand-offs
@@ -293,10 +296,10 @@ static int hands_off(const sim_t *s, int r)
  * microseconds does not wait out another rank's milliseconds of copying
  * (one queue for both priced the emulated 4 x 4 cluster's grid from 256
  * KiB up worse: 183 of 225 within 25 %, not 210). */
-static double handoff_done(sim_t *s, int r, double t)
+static double handoff_done(sim_t *s, int r, double t, nbr_path_t path)
 {
     double seconds = s->in->machine->core_message_seconds;
-    if (!hands_off(s, r))
+    if (!hands_off(s, r, path))
         return t; /* a core of its own: its port's overhead is all */
     return queue_start(s, s->handoff_free, r, t, seconds) + seconds;
 }
@@ -312,7 +315,7 @@ static double handoff_done(sim_t *s, int r, double t)
  * The whole start-up is then flight. */
 static double send_overhead(const sim_t *s, int r, nbr_path_t path)
 {
-    return hands_off(s, r) ? 0 : nbr_path_busy_seconds(s->in->machine, path, 0);
+    return hands_off(s, r, path) ? 0 : nbr_path_busy_seconds(s->in->machine, path, 0);
 }
 
 /* The rest of the start-up: latency in flight after the sender let go. */
@@ -504,7 +507,7 @@ static int issue_send(sim_t *s, int r, double t)
         bytes_time = network_bytes_seconds(m, op->bytes, bytes_time, wire, wire_out, wire_in);
     }
     double overhead = send_overhead(s, r, path), busy = overhead + bytes_time; /* the port */
-    t = handoff_done(s, r, t);
+    t = handoff_done(s, r, t, path);
     t = bytes_start(s, r, t, path, bytes_time);
     double arrival = t + alpha + bytes_time;
     st->port_free = t + busy;

@@ -115,15 +115,18 @@ static int parse_core_bytes(nbr_text_parser_t *p, const char *value, size_t *byt
 
 /* cores N [per=node|job] [network_gbytes_per_s=X] [eager_bytes=E]
  * [pair_gbytes_per_s=P [pair_after_bytes=A] [pair_first_gbytes_per_s=F]]
- * [message_us=Y] */
+ * [message_us=Y [message_paths=all|network]] */
 static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
 {
-    if (count < 2 || count > 9)
+    if (count < 2 || count > 10)
         return nbr_text_error(p, "'cores' takes a count, then optionally per=node or per=job, "
                                  "network_gbytes_per_s=, eager_bytes=, pair_gbytes_per_s=, "
-                                 "pair_after_bytes=, pair_first_gbytes_per_s= and message_us=");
+                                 "pair_after_bytes=, pair_first_gbytes_per_s=, message_us= and "
+                                 "message_paths=");
     int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores), have_per = 0, have_rate = 0,
-        have_eager = 0, have_message = 0, have_pair = 0, have_after = 0, have_first = 0;
+        have_eager = 0, have_message = 0, have_pair = 0, have_after = 0, have_first = 0,
+        have_paths = 0;
+    m->core_message_network_only = 0;
     m->cores_per_job = 0;
     for (int w = 2; w < count && rc == NBR_SUCCESS; w++) {
         const char *per = nbr_text_keyed(words[w], "per");
@@ -133,6 +136,7 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
         const char *after = nbr_text_keyed(words[w], "pair_after_bytes");
         const char *first = nbr_text_keyed(words[w], "pair_first_gbytes_per_s");
         const char *message = nbr_text_keyed(words[w], "message_us");
+        const char *paths = nbr_text_keyed(words[w], "message_paths");
         if (per && !have_per++ && (!strcmp(per, "node") || !strcmp(per, "job"))) {
             m->cores_per_job = strcmp(per, "job") == 0;
         } else if (rate && !have_rate++) {
@@ -152,13 +156,18 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
             if (rc == NBR_SUCCESS &&
                 !(m->core_message_seconds > 0 && isfinite(m->core_message_seconds)))
                 rc = nbr_text_error(p, "message_us must be finite and above 0");
+        } else if (paths && !have_paths++ && (!strcmp(paths, "all") || !strcmp(paths, "network"))) {
+            m->core_message_network_only = strcmp(paths, "network") == 0;
         } else {
             rc = nbr_text_error(p, "'%s': expected per=node, per=job, network_gbytes_per_s=, "
                                    "eager_bytes=, pair_gbytes_per_s=, pair_after_bytes=, "
-                                   "pair_first_gbytes_per_s= or message_us= (once each)",
+                                   "pair_first_gbytes_per_s=, message_us= or "
+                                   "message_paths=all|network (once each)",
                                    words[w]);
         }
     }
+    if (rc == NBR_SUCCESS && have_paths && !have_message)
+        rc = nbr_text_error(p, "message_paths= needs message_us=");
     if (rc == NBR_SUCCESS && have_pair && !have_rate)
         rc = nbr_text_error(p, "pair_gbytes_per_s= needs network_gbytes_per_s=");
     if (rc == NBR_SUCCESS && (have_after || have_first) && !have_pair)
@@ -181,7 +190,7 @@ static int parse_call(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
 }
 
 /* the longest line: cores with all its options */
-#define MACHINE_MAX_WORDS 9
+#define MACHINE_MAX_WORDS 10
 
 int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t size)
 {
@@ -278,7 +287,8 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
         if (m->core_pair_bandwidth > 0 && m->core_pair_first_bandwidth > 0)
             fprintf(out, " pair_first_gbytes_per_s=%.17g", m->core_pair_first_bandwidth * 1e-9);
         if (m->core_message_seconds > 0)
-            fprintf(out, " message_us=%.17g", m->core_message_seconds * 1e6);
+            fprintf(out, " message_us=%.17g%s", m->core_message_seconds * 1e6,
+                    m->core_message_network_only ? " message_paths=network" : "");
         fputc('\n', out);
     }
     if (m->start > 0)

@@ -77,8 +77,15 @@
  * messages the whole job sends, not with one rank's). A rank that hands
  * off holds its port for a message's bytes only: the hand-off is the CPU
  * time that overhead_us stands for where it has a core of its own, and
- * its whole alpha is flight. Without the line every rank has a core of its
- * own. `call start_us=S` (optional) is the
+ * its whole alpha is flight. message_paths=network (optional; default
+ * all) gives the hand-off to messages between nodes only: on the emulated
+ * 4 x 4 cluster a small call's time followed its messages between nodes
+ * and not those inside a node (the kernel's TCP work, where shared memory
+ * is a copy in user space): naive's 8 B calls on the grid's seven graphs
+ * fit 7.1 us a message between nodes and -4 us one inside a node, and
+ * Moore d3 r1 (26 messages a rank, 8 of them inside the node) took less
+ * than Moore d2 r2 (24, 4 inside) (bench/results/2026-11-28-handoff-paths).
+ * Without the line every rank has a core of its own. `call start_us=S` (optional) is the
  * per-call start: from a call's start until its last rank runs it (a
  * barrier's release; where ranks share cores, their turns on them). Every
  * rank's first phase starts then. '#' starts a comment. */
@@ -129,6 +136,7 @@ typedef struct nbr_machine {
     double core_pair_first_bandwidth; /* their rate; 0: the cores' network rate */
     double core_message_seconds;   /* a message's hand-off on a shared core;
                                     * 0: none */
+    int core_message_network_only; /* 1: only messages between nodes take it */
     double start;                  /* seconds from a call's start until its
                                     * last rank runs it; 0: none */
 } nbr_machine_t;

@@ -156,6 +156,13 @@ TEST(MachineFile, WritesWhatItReads)
               std::string::npos)
         << text;
     EXPECT_DOUBLE_EQ(back.core_pair_first_bandwidth, 0.1875e9);
+    // the hand-off for messages between nodes only
+    EXPECT_EQ(back.core_message_network_only, 0) << "every message's unless told";
+    m.core_message_network_only = 1;
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find("message_us=6.25 message_paths=network\n"), std::string::npos) << text;
+    EXPECT_EQ(back.core_message_network_only, 1);
+    m.core_message_network_only = 0;
     m.core_pair_bandwidth = 0;
     m.core_pair_after = 0;
     m.core_pair_first_bandwidth = 0;
@@ -261,7 +268,8 @@ TEST(MachineFile, ErrorsNameTheLine)
          "line 9: 'eager_bytes=2': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=rack\n",
          "line 9: 'per=rack': expected per=node, per=job, network_gbytes_per_s=, eager_bytes=, "
-         "pair_gbytes_per_s=, pair_after_bytes=, pair_first_gbytes_per_s= or message_us="},
+         "pair_gbytes_per_s=, pair_after_bytes=, pair_first_gbytes_per_s=, message_us= or "
+         "message_paths=all|network (once each)"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job per=node\n",
          "line 9: 'per=node': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=0\n",
@@ -270,8 +278,12 @@ TEST(MachineFile, ErrorsNameTheLine)
          "line 9: 'x': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 "
                         "eager_bytes=1 pair_gbytes_per_s=1 pair_after_bytes=1 "
-                        "pair_first_gbytes_per_s=1 message_us=1 x\n",
+                        "pair_first_gbytes_per_s=1 message_us=1 message_paths=all x\n",
          "line 9: too many words"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_paths=network\n",
+         "line 9: message_paths= needs message_us="},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_us=1 message_paths=socket\n",
+         "line 9: 'message_paths=socket': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 pair_gbytes_per_s=1\n",
          "line 9: pair_gbytes_per_s= needs network_gbytes_per_s="},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=1 "

@@ -459,6 +459,17 @@ TEST(Simulator, HandoffsTakeTurnsOnSharedCores)
     Simulated enough(p, &two.loc, m);
     ASSERT_EQ(enough.rc, NBR_SUCCESS) << enough.message;
     EXPECT_NEAR(enough.ends[3], 3 * us, 1e-12) << "a core per rank: no hand-off cost";
+    // with message_paths=network, messages inside a node take none: as with
+    // a core each, 1 us + 2 us, on the one core
+    m.cores = 1;
+    m.core_message_network_only = 1;
+    Simulated inside(p, &two.loc, m);
+    ASSERT_EQ(inside.rc, NBR_SUCCESS) << inside.message;
+    EXPECT_NEAR(inside.ends[1], 3 * us, 1e-12);
+    // rank 0's bytes (2 us) wait for no hand-off; rank 2's queue behind
+    // them on the one core: 2-4 us, arriving at 5 us
+    EXPECT_NEAR(inside.ends[3], 5 * us, 1e-12);
+    m.core_message_network_only = 0;
     // rank 0 copies 100000 B (10.5 us of the one core's byte time) while
     // rank 2 sends 1000 B to rank 1 across the network: its hand-off (4 us)
     // does not wait for the copy, then 10 us + 1 us on the wire
@@ -472,6 +483,11 @@ TEST(Simulator, HandoffsTakeTurnsOnSharedCores)
     ASSERT_EQ(beside.rc, NBR_SUCCESS) << beside.message;
     EXPECT_NEAR(beside.ends[0], 10.5 * us, 1e-12);
     EXPECT_NEAR(beside.ends[1], 15 * us, 1e-12);
+    m.core_message_network_only = 1; // a message between nodes still takes it
+    Simulated between(c, &two.loc, m);
+    ASSERT_EQ(between.rc, NBR_SUCCESS) << between.message;
+    EXPECT_NEAR(between.ends[1], 15 * us, 1e-12);
+    m.core_message_network_only = 0;
     // a sender handing its messages off holds its port for their bytes
     // alone, the hand-off being the CPU time a start-up's overhead stands
     // for elsewhere: rank 2 sends 1000 B to rank 0, then to rank 1. The
