@@ -281,13 +281,11 @@ static double core_start(sim_t *s, int r, double t, double seconds)
     return queue_start(s, s->core_free, r, t, seconds);
 }
 
-/* Whether rank r's messages on path take a hand-off (machine.h,
- * message_us and message_paths). */
-static int hands_off(const sim_t *s, int r, nbr_path_t path)
+/* Whether rank r hands its messages off (machine.h, message_us): on
+ * shared cores, where the hand-off stands for their start-up's CPU time. */
+static int hands_off(const sim_t *s, int r)
 {
-    const nbr_machine_t *m = s->in->machine;
-    return m->core_message_seconds > 0 && shares_cores(s, r) &&
-           (!m->core_message_network_only || path == NBR_PATH_NETWORK);
+    return s->in->machine->core_message_seconds > 0 && shares_cores(s, r);
 }
 
 /* A message's hand-off: when rank r's send from time t may go. Hand-offs
@@ -298,9 +296,12 @@ static int hands_off(const sim_t *s, int r, nbr_path_t path)
  * KiB up worse: 183 of 225 within 25 %, not 210). */
 static double handoff_done(sim_t *s, int r, double t, nbr_path_t path)
 {
-    double seconds = s->in->machine->core_message_seconds;
-    if (!hands_off(s, r, path))
+    const nbr_machine_t *m = s->in->machine;
+    double seconds = m->core_message_seconds;
+    if (!hands_off(s, r))
         return t; /* a core of its own: its port's overhead is all */
+    if (m->core_message_network_only && path != NBR_PATH_NETWORK)
+        return t; /* inside a node: no turn to wait for (message_paths) */
     return queue_start(s, s->handoff_free, r, t, seconds) + seconds;
 }
 
@@ -315,7 +316,7 @@ static double handoff_done(sim_t *s, int r, double t, nbr_path_t path)
  * The whole start-up is then flight. */
 static double send_overhead(const sim_t *s, int r, nbr_path_t path)
 {
-    return hands_off(s, r, path) ? 0 : nbr_path_busy_seconds(s->in->machine, path, 0);
+    return hands_off(s, r) ? 0 : nbr_path_busy_seconds(s->in->machine, path, 0);
 }
 
 /* The rest of the start-up: latency in flight after the sender let go. */

@@ -80,12 +80,14 @@
  * its whole alpha is flight. message_paths=network (optional; default
  * all) gives the hand-off to messages between nodes only: on the emulated
  * 4 x 4 cluster a small call's time followed its messages between nodes
- * and not those inside a node (the kernel's TCP work, where shared memory
- * is a copy in user space): naive's 8 B calls on the grid's seven graphs
- * fit 7.1 us a message between nodes and -4 us one inside a node, and
- * Moore d3 r1 (26 messages a rank, 8 of them inside the node) took less
- * than Moore d2 r2 (24, 4 inside) (bench/results/2026-11-28-handoff-paths).
- * Without the line every rank has a core of its own. `call start_us=S` (optional) is the
+ * and not those inside a node (TCP's work in the kernel, where shared
+ * memory is a copy in user space). Fitted over the seven graphs of each of
+ * twenty-one grids, naive's 16 B calls took 33-204 us more a message a
+ * rank between nodes and -262 to +101 us (18 of 21 below 0) a message
+ * inside the node, and Moore d3 r1 (26 messages a rank, 8 inside the
+ * node) ran faster than Moore d2 r2 (24, 4 inside)
+ * (bench/results/2026-11-28-handoff-paths). Without the line every rank
+ * has a core of its own. `call start_us=S` (optional) is the
  * per-call start: from a call's start until its last rank runs it (a
  * barrier's release; where ranks share cores, their turns on them). Every
  * rank's first phase starts then. '#' starts a comment. */

@@ -469,6 +469,18 @@ TEST(Simulator, HandoffsTakeTurnsOnSharedCores)
     // rank 0's bytes (2 us) wait for no hand-off; rank 2's queue behind
     // them on the one core: 2-4 us, arriving at 5 us
     EXPECT_NEAR(inside.ends[3], 5 * us, 1e-12);
+    // and the sender still holds its port for the bytes alone (its whole
+    // 1 us start-up is flight): rank 0's second message to rank 1 goes at
+    // 2 us, its bytes 2-4 us, arriving at 5 us (6 us with the start-up on
+    // the port)
+    Plans twice({{{{NBR_OP_SEND, 1, 10000}, {NBR_OP_SEND, 1, 10000, 1}}},
+                 {{{NBR_OP_RECV, 0, 10000}, {NBR_OP_RECV, 0, 10000, 1}}},
+                 {},
+                 {}},
+                &two.loc);
+    Simulated port(twice, &two.loc, m);
+    ASSERT_EQ(port.rc, NBR_SUCCESS) << port.message;
+    EXPECT_NEAR(port.ends[1], 5 * us, 1e-12);
     m.core_message_network_only = 0;
     // rank 0 copies 100000 B (10.5 us of the one core's byte time) while
     // rank 2 sends 1000 B to rank 1 across the network: its hand-off (4 us)
