@@ -79,7 +79,8 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g19 2026-11-28-trial-side-100ms/grid-cluster"
        "g20 2026-11-28-duplex/grid-cluster $R/2026-11-28-duplex/grid-cluster/cluster-first.machine"
        "g21 2026-11-28-duplex/grid-cluster-moore"
-       "g22 2026-11-28-handoff-paths/grid-cluster")
+       "g22 2026-11-28-handoff-paths/grid-cluster"
+       "g23 2026-11-28-handoff-paths/grid-cluster-2")
 # a grid priced with a calibration other than its own: not a grid of its
 # own, so priced only when ONLY names it (ONLY="g15 g15r": just those)
 others=("g15r 2026-11-27-runs3/grid-cluster $R/2026-11-27-runs3/recalibrated/cluster.machine")
