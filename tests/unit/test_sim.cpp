@@ -459,16 +459,14 @@ TEST(Simulator, HandoffsTakeTurnsOnSharedCores)
     Simulated enough(p, &two.loc, m);
     ASSERT_EQ(enough.rc, NBR_SUCCESS) << enough.message;
     EXPECT_NEAR(enough.ends[3], 3 * us, 1e-12) << "a core per rank: no hand-off cost";
-    // with message_paths=network, messages inside a node take none: as with
-    // a core each, 1 us + 2 us, on the one core
+    // with message_paths=network, messages inside a node take none, on the
+    // one core: rank 0's bytes 0-2 us, arriving at 3 us; rank 2's queue
+    // behind them, 2-4 us, arriving at 5 us
     m.cores = 1;
     m.core_message_network_only = 1;
-    Simulated inside(p, &two.loc, m);
-    ASSERT_EQ(inside.rc, NBR_SUCCESS) << inside.message;
-    EXPECT_NEAR(inside.ends[1], 3 * us, 1e-12);
-    // rank 0's bytes (2 us) wait for no hand-off; rank 2's queue behind
-    // them on the one core: 2-4 us, arriving at 5 us
-    EXPECT_NEAR(inside.ends[3], 5 * us, 1e-12);
+    std::vector<double> inside = ends_of(p, &two.loc, m);
+    EXPECT_NEAR(inside[1], 3 * us, 1e-12);
+    EXPECT_NEAR(inside[3], 5 * us, 1e-12);
     // and the sender still holds its port for the bytes alone (its whole
     // 1 us start-up is flight): rank 0's second message to rank 1 goes at
     // 2 us, its bytes 2-4 us, arriving at 5 us (6 us with the start-up on
@@ -478,9 +476,7 @@ TEST(Simulator, HandoffsTakeTurnsOnSharedCores)
                  {},
                  {}},
                 &two.loc);
-    Simulated port(twice, &two.loc, m);
-    ASSERT_EQ(port.rc, NBR_SUCCESS) << port.message;
-    EXPECT_NEAR(port.ends[1], 5 * us, 1e-12);
+    EXPECT_NEAR(ends_of(twice, &two.loc, m)[1], 5 * us, 1e-12);
     m.core_message_network_only = 0;
     // rank 0 copies 100000 B (10.5 us of the one core's byte time) while
     // rank 2 sends 1000 B to rank 1 across the network: its hand-off (4 us)
@@ -496,9 +492,7 @@ TEST(Simulator, HandoffsTakeTurnsOnSharedCores)
     EXPECT_NEAR(beside.ends[0], 10.5 * us, 1e-12);
     EXPECT_NEAR(beside.ends[1], 15 * us, 1e-12);
     m.core_message_network_only = 1; // a message between nodes still takes it
-    Simulated between(c, &two.loc, m);
-    ASSERT_EQ(between.rc, NBR_SUCCESS) << between.message;
-    EXPECT_NEAR(between.ends[1], 15 * us, 1e-12);
+    EXPECT_NEAR(ends_of(c, &two.loc, m)[1], 15 * us, 1e-12);
     m.core_message_network_only = 0;
     // a sender handing its messages off holds its port for their bytes
     // alone, the hand-off being the CPU time a start-up's overhead stands
