@@ -4,8 +4,8 @@
 # and Moore stencils, sizes in powers of 4, on the emulated 4 x 4 cluster
 # (bench/cluster/local-cluster.sh, as root) and on one node of 8 ranks; asks
 # nbr_sim for its prediction of the same points; measures every point that
-# is not ok again in fresh runs (--confirm), the whole grid again with
-# --runs; then bench/grid_report.py writes the verdict per point, the
+# is not ok, or whose prediction misses, again in fresh runs (--confirm),
+# the whole grid again with --runs; then bench/grid_report.py writes the verdict per point, the
 # simulator table and the plots.
 #
 # Run with --help for usage.
@@ -76,10 +76,11 @@ Usage: bench/grid.sh --out DIR [options]
                      emulated cluster (bench/results/2026-11-27-pooled)
                      [$RUNS]
   --confirm N        fresh runs of each point whose first verdict is not ok
-                     (a tie or a loss), N rounds over them all; those
-                     points are judged on each algorithm's median over
-                     their runs (the noise rule alone flags about one point
-                     in ten of two identical runs) [$CONFIRM]
+                     (a tie or a loss) or where a prediction of nbr_sim is
+                     more than 25 % off, N rounds over them all; those
+                     points are judged over their runs (the noise rule
+                     alone flags about one point in ten of two identical
+                     runs) [$CONFIRM]
 
 Needs a build with the bench ($BUILD/bench/nbr_bench, nbr_sim), python3 and
 gnuplot for the plots (the report is written without gnuplot).
