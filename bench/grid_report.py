@@ -37,7 +37,8 @@ measured again as an auto verdict that is not ok is, for the same reason
 run's error.
 --flagged FILE writes the points that are not ok or whose predictions
 miss the first run ("config tag bytes" per line) for grid.sh to measure
-again.
+again; --sim-configs limits the second to the configs named (grid.sh:
+those calibrated in the run, whose predictions are judged).
 """
 import argparse
 import csv
@@ -319,6 +320,9 @@ def main():
     ap.add_argument("--out", required=True, help="directory for the report")
     ap.add_argument("--flagged", metavar="FILE",
                     help="write the points that are not ok here, and nothing else")
+    ap.add_argument("--sim-configs", metavar="LIST",
+                    help="with --flagged: the configs (comma-separated) whose "
+                    "predictions that miss are flagged too [all]")
     ap.add_argument("csv", nargs="+", help="nbr_bench and nbr_sim CSVs")
     args = ap.parse_args()
     bench, sim, picks, tags, order = load(args.csv)
@@ -326,8 +330,9 @@ def main():
         with open(args.flagged, "w") as f:
             for config in sorted(bench):
                 noise = noise_of(bench[config])[0]
+                judged = args.sim_configs is None or config in args.sim_configs.split(",")
                 for point in flagged(config, bench[config], noise, tags,
-                                     sim.get(config, {})):
+                                     sim.get(config, {}) if judged else {}):
                     f.write("%s %s %d\n" % point)
         return
     out = []

@@ -73,6 +73,14 @@ def main():
             if f.read() != "t moore-3-1 16\nt p 16\nt p 64\nt p 256\n":
                 failures.append("flagged: the ties, the losses and the predictions "
                                 "outside, by file tag")
+        # the same with the simulator judged on another config only: p 16 is
+        # not flagged
+        subprocess.run(report + ["--flagged", flagged, "--sim-configs", "node"] + first,
+                       capture_output=True)
+        with open(flagged) as f:
+            if f.read() != "t moore-3-1 16\nt p 64\nt p 256\n":
+                failures.append("flagged: --sim-configs leaves the other configs' "
+                                "predictions alone")
         out = subprocess.run(report + first, capture_output=True, text=True)
         text = out.stdout
         if out.returncode != 0:
