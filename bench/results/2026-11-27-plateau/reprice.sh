@@ -12,7 +12,8 @@
 # that many times its calibrated cores' rate (before CNX), with PAIRB its
 # pair_after_bytes. NETFIT=1 (later, 2026-11-28-handoff-paths) refits a
 # calibration's start and hand-off for messages between nodes only, as
-# nbr_calibrate now does (netfit.py there). The
+# nbr_calibrate now does (netfit.py there); SD (later,
+# 2026-11-28-sim-confirm) multiplies the per-call start. The
 # calibrations of 2026-11-25/26 lack some fields: burst_bytes=125000 and
 # eager_bytes=65472 are added as score-grids.sh of ../2026-11-26-cached-copies
 # does, and CB=65536 CR=35 gives them a cached copy rate as later
@@ -80,7 +81,8 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g20 2026-11-28-duplex/grid-cluster $R/2026-11-28-duplex/grid-cluster/cluster-first.machine"
        "g21 2026-11-28-duplex/grid-cluster-moore"
        "g22 2026-11-28-handoff-paths/grid-cluster"
-       "g23 2026-11-28-handoff-paths/grid-cluster-2")
+       "g23 2026-11-28-handoff-paths/grid-cluster-2"
+       "g24 2026-11-28-sim-confirm/grid-cluster")
 # a grid priced with a calibration other than its own: not a grid of its
 # own, so priced only when ONLY names it (ONLY="g15 g15r": just those)
 others=("g15r 2026-11-27-runs3/grid-cluster $R/2026-11-27-runs3/recalibrated/cluster.machine")
@@ -95,6 +97,10 @@ for item in "${grids[@]}" "${others[@]}"; do
   fields "${3:-$R/$2/cluster.machine}" >"$tmp/m"
   if [[ -n ${NETFIT:-} ]]; then
     python3 $R/2026-11-28-handoff-paths/netfit.py "$tmp/m" >"$tmp/m.fit" && mv "$tmp/m.fit" "$tmp/m"
+  fi
+  if [[ -n ${SD:-} ]]; then
+    awk -v sd="$SD" '/^call /{split($2,a,"="); $2="start_us=" (a[2]*sd)} {print}' "$tmp/m" >"$tmp/m2" &&
+      mv "$tmp/m2" "$tmp/m"
   fi
   NBR_SIM=$sim $R/2026-11-24-sim-cpu/predict.sh "$tmp/p" cluster "$tmp/m" 16 4
   python3 - "$1" "$R/$2" "$tmp" <<'PY'
