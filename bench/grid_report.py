@@ -187,9 +187,9 @@ def speedups(algs, a):
 
 def sim_errors(algs, pred, first_only=False):
     """(algorithm, measured speedup over naive, predicted, error, the runs'
-    speedups) of each fixed algorithm the simulator priced at one point:
-    the measured one the median over the runs of each run's (first_only:
-    the first run's)."""
+    speedups) of each fixed algorithm the simulator priced at one point.
+    The measured speedup is the median over the runs of each run's naive /
+    algorithm; first_only: the first run's alone."""
     out = []
     for a in FIXED[1:]:
         if "naive" not in algs or a not in algs or a not in pred:
@@ -319,7 +319,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="directory for the report")
     ap.add_argument("--flagged", metavar="FILE",
-                    help="write the points that are not ok here, and nothing else")
+                    help="write the points to measure again here (not ok, or a "
+                    "prediction missed), and nothing else")
     ap.add_argument("--sim-configs", metavar="LIST",
                     help="with --flagged: the configs (comma-separated) whose "
                     "predictions that miss are flagged too [all]")
