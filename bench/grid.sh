@@ -5,8 +5,8 @@
 # (bench/cluster/local-cluster.sh, as root) and on one node of 8 ranks; asks
 # nbr_sim for its prediction of the same points; measures every point that
 # is not ok, or whose prediction misses, again in fresh runs (--confirm),
-# the whole grid again with --runs; then bench/grid_report.py writes the verdict per point, the
-# simulator table and the plots.
+# the whole grid again with --runs; then bench/grid_report.py writes the
+# verdict per point, the simulator table and the plots.
 #
 # Run with --help for usage.
 set -euo pipefail
@@ -78,10 +78,9 @@ Usage: bench/grid.sh --out DIR [options]
   --confirm N        fresh runs of each point whose first verdict is not ok
                      (a tie or a loss) or where a prediction of nbr_sim is
                      more than 25 % off (on a config calibrated in the
-                     run), N rounds over them all; those
-                     points are judged over their runs (the noise rule
-                     alone flags about one point in ten of two identical
-                     runs) [$CONFIRM]
+                     run), N rounds over them all; those points are judged
+                     over their runs (the noise rule alone flags about one
+                     point in ten of two identical runs) [$CONFIRM]
 
 Needs a build with the bench ($BUILD/bench/nbr_bench, nbr_sim), python3 and
 gnuplot for the plots (the report is written without gnuplot).

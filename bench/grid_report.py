@@ -168,11 +168,15 @@ def judge(algs, noise, first_only=False):
     return v, r_best, r_mpi, best, rb, rm
 
 
+def per_run(algs, names):
+    """Each named algorithm's median time at one point, by run."""
+    return {a: {r["run"]: float(r["median_us"]) for r in algs[a]} for a in names}
+
+
 def run_ratios(algs, best):
     """auto's ratio to best (the best fixed algorithm by the median over
     runs) and to mpi in each run that timed all three."""
-    by_run = {a: {r["run"]: float(r["median_us"]) for r in algs[a]}
-              for a in ("auto", "mpi", best)}
+    by_run = per_run(algs, ("auto", "mpi", best))
     runs = [k for k in by_run["auto"] if k in by_run["mpi"] and k in by_run[best]]
     return ([by_run[best][k] / by_run["auto"][k] for k in runs],
             [by_run["mpi"][k] / by_run["auto"][k] for k in runs])
@@ -181,7 +185,7 @@ def run_ratios(algs, best):
 def speedups(algs, a):
     """Algorithm a's measured speedup over naive at one point, in each run
     that timed both (a run times them side by side)."""
-    by_run = {x: {r["run"]: float(r["median_us"]) for r in algs[x]} for x in ("naive", a)}
+    by_run = per_run(algs, ("naive", a))
     return [by_run["naive"][k] / by_run[a][k] for k in by_run[a] if k in by_run["naive"]]
 
 
