@@ -82,10 +82,16 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g21 2026-11-28-duplex/grid-cluster-moore"
        "g22 2026-11-28-handoff-paths/grid-cluster"
        "g23 2026-11-28-handoff-paths/grid-cluster-2"
-       "g24 2026-11-28-sim-confirm/grid-cluster")
+       "g24 2026-11-28-sim-confirm/grid-cluster"
+       "g25 2026-11-28-sim-confirm/grid-cluster-moore"
+       "g26 2026-11-28-pair-trials/grid-cluster")
 # a grid priced with a calibration other than its own: not a grid of its
 # own, so priced only when ONLY names it (ONLY="g15 g15r": just those)
+# OTHERS (later, 2026-11-28-pair-trials) adds such items, comma-separated:
+# OTHERS="g24x 2026-11-28-sim-confirm/grid-cluster /tmp/x.machine" ONLY=g24x
 others=("g15r 2026-11-27-runs3/grid-cluster $R/2026-11-27-runs3/recalibrated/cluster.machine")
+IFS=, read -ra extra <<<"${OTHERS:-}"
+others+=("${extra[@]}")
 for item in "${grids[@]}" "${others[@]}"; do
   set -- $item
   [[ -d $R/$2 ]] || continue
