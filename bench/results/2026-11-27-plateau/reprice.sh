@@ -14,7 +14,9 @@
 # calibration's start and hand-off for messages between nodes only, as
 # nbr_calibrate now does (netfit.py there); SD (later,
 # 2026-11-28-sim-confirm) multiplies the per-call start; SOCKBW (later,
-# 2026-11-28-pair-trials; GB/s) sets the paths inside a node. The
+# 2026-11-28-pair-trials; GB/s) sets the paths inside a node, and SOCKCB
+# (bytes) and SOCKCR (GB/s) give the socket and node paths a cached rate
+# (read only with that directory's socket-cached.diff applied). The
 # calibrations of 2026-11-25/26 lack some fields: burst_bytes=125000 and
 # eager_bytes=65472 are added as score-grids.sh of ../2026-11-26-cached-copies
 # does, and CB=65536 CR=35 gives them a cached copy rate as later
@@ -41,11 +43,13 @@ fields() { # machine file -> the fields it lacks, the copy rates asked for
   sed -e "/burst_bytes/!s/^nics \(.*\)$/nics \1 burst_bytes=125000/" \
       -e "s/^cores \([0-9]* per=job network_gbytes_per_s=[0-9.e+-]*\) message/cores \1 eager_bytes=65472 message/" "$1" |
   awk -v r="$copy" -v cb="${CB:-0}" -v cr="${CR:-0}" -v br="$br" -v cn="${CN:-0}" -v cnx="${CNX:-0}" \
-      -v px="${PAIRX:-0}" -v pb="${PAIRB:-0}" -v sk="${SOCKBW:-0}" '
+      -v px="${PAIRX:-0}" -v pb="${PAIRB:-0}" -v sk="${SOCKBW:-0}" \
+      -v scb="${SOCKCB:-0}" -v scr="${SOCKCR:-0}" '
     function set(key, value,  i) { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") $i = key "=" value }
     function get(key,  i) { for (i = 1; i <= NF; i++) if ($i ~ "^" key "=") return substr($i, length(key) + 2) }
     /^nics / && br > 0 && !/burst_gbytes/ { $0 = $0 " burst_gbytes_per_s=" br }
     /^path (socket|node|gpu) / && sk > 0 { set("gbytes_per_s", sk) }
+    /^path (socket|node) / && scb > 0 && !/cached/ { $0 = $0 " cached_bytes=" scb " cached_gbytes_per_s=" scr }
     /^path copy/ && r > 0 { set("gbytes_per_s", r) }
     /^cores / && cn > 0 { set("network_gbytes_per_s", cn) }
     /^cores / && px > 0 && !/pair_gbytes/ && /network_gbytes/ {
