@@ -16,7 +16,7 @@
 # 2026-11-28-sim-confirm) multiplies the per-call start; SOCKBW (later,
 # 2026-11-28-pair-trials; GB/s) sets the paths inside a node, and SOCKCB
 # (bytes) and SOCKCR (GB/s) give the socket and node paths a cached rate
-# (read only with that directory's socket-cached.diff applied). The
+# (nbr_sim refuses them without that directory's socket-cached.diff). The
 # calibrations of 2026-11-25/26 lack some fields: burst_bytes=125000 and
 # eager_bytes=65472 are added as score-grids.sh of ../2026-11-26-cached-copies
 # does, and CB=65536 CR=35 gives them a cached copy rate as later
