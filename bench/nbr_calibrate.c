@@ -122,6 +122,13 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The median of v[0..n-1], which it sorts. */
+static double median_in_place(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), compare_double);
+    return v[n / 2];
+}
+
 #define BURST 16
 #define OVERHEAD_TRIES 5
 
@@ -165,8 +172,7 @@ static double trip(int me, int peer, char *buf, int bytes, int burst)
         }
         batch[b] = t / trips;
     }
-    qsort(batch, 5, sizeof(double), compare_double);
-    return batch[2];
+    return median_in_place(batch, 5);
 }
 
 /* One-way seconds for `bytes`: half a round trip. */
@@ -346,9 +352,9 @@ static double pair_rate(const int *node_of, const int *local_of, int n, int me, 
  * pairs of `small` and `large` bytes. NETWORK_TRIALS trials, each
  * measuring all three in turn so that they see the machine alike; each
  * rate is its trials' median, and every trial is kept in trials[3][...].
- * One trial of each moved by 15 % from calibration to calibration, and
- * with their ratio, halving's price over naive's on Moore at 1 MiB and up
- * (bench/results/2026-11-28-pair-trials). */
+ * One trial of the pair at 1 MiB ranged 295-423 MB/s on the emulated
+ * 4 x 4 cluster, and halving's price over naive's on Moore at 1 MiB and
+ * up moved with these rates' ratio (bench/results/2026-11-28-pair-trials). */
 typedef struct network_rates {
     double exchange, pair_small, pair_large;
     double trials[3][NETWORK_TRIALS];
@@ -364,11 +370,9 @@ static void measure_network_rates(const int *node_of, const int *local_of, int n
         r->trials[2][t] = pair_rate(node_of, local_of, n, me, buf, large, 2);
     }
     memcpy(sorted, r->trials, sizeof sorted);
-    for (int k = 0; k < 3; k++)
-        qsort(sorted[k], NETWORK_TRIALS, sizeof(double), compare_double);
-    r->exchange = sorted[0][NETWORK_TRIALS / 2];
-    r->pair_small = sorted[1][NETWORK_TRIALS / 2];
-    r->pair_large = sorted[2][NETWORK_TRIALS / 2];
+    r->exchange = median_in_place(sorted[0], NETWORK_TRIALS);
+    r->pair_small = median_in_place(sorted[1], NETWORK_TRIALS);
+    r->pair_large = median_in_place(sorted[2], NETWORK_TRIALS);
 }
 
 /* A lone pair's rate past its first `small` bytes (machine.h,
@@ -461,8 +465,7 @@ static int time_small_calls(int n, small_call_t *calls, int count)
         MPI_Allreduce(sent, all_sent, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         calls[k].messages = all_sent[0] / n;
         calls[k].network_messages = all_sent[1] / n;
-        qsort(calls[k].samples, SMALL_ROUNDS, sizeof(double), compare_double);
-        calls[k].seconds = calls[k].samples[SMALL_ROUNDS / 2];
+        calls[k].seconds = median_in_place(calls[k].samples, SMALL_ROUNDS);
     }
     return all;
 }
@@ -763,8 +766,8 @@ int main(int argc, char **argv)
     /* where cores are fewer than ranks, what they pass of the network bytes
      * can cap the job's traffic below its interfaces' (machine.h) */
     int exchanges = cores && network_peer >= 0 && nodes > 1; /* the same on every rank */
-    /* and lone pairs, at two sizes: what a pair's connection carries both
-     * ways at first, and past that */
+    /* the exchange, and lone pairs at two sizes: what a pair's connection
+     * carries both ways at first, and past that */
     long pair_small = (long)(o.max_bytes / 16), pair_large = (long)o.max_bytes;
     network_rates_t net = {0};
     if (exchanges)
