@@ -22,7 +22,9 @@
 # does, and CB=65536 CR=35 gives them a cached copy rate as later
 # calibrations measure one (24-38 GB/s). The experiment's knobs
 # (variants.diff: XA, XB, XT, XN, XS, XK) pass to nbr_sim through the
-# environment. ONLY (labels, space-separated) prices just those grids. Run
+# environment. START (us) and HANDOFF (us; later, 2026-11-28-noise-floor)
+# set every priced calibration's per-call start and hand-off (after
+# NETFIT). ONLY (labels, space-separated) prices just those grids. Run
 # from the repository root; stats.py sums the lines up.
 set -euo pipefail
 sim=${NBR_SIM:-build/bench/nbr_sim} copy=${1:-0}
@@ -112,6 +114,11 @@ for item in "${grids[@]}" "${others[@]}"; do
   fi
   if [[ -n ${SD:-} ]]; then
     awk -v sd="$SD" '/^call /{split($2,a,"="); $2="start_us=" (a[2]*sd)} {print}' "$tmp/m" >"$tmp/m2" &&
+      mv "$tmp/m2" "$tmp/m"
+  fi
+  if [[ -n ${START:-} || -n ${HANDOFF:-} ]]; then
+    sed -e "${START:+s/^call start_us=[0-9.e+-]*/call start_us=$START/}" \
+        -e "${HANDOFF:+s/message_us=[0-9.e+-]*/message_us=$HANDOFF/}" "$tmp/m" >"$tmp/m2" &&
       mv "$tmp/m2" "$tmp/m"
   fi
   NBR_SIM=$sim $R/2026-11-24-sim-cpu/predict.sh "$tmp/p" cluster "$tmp/m" 16 4

@@ -9,8 +9,8 @@ for line in open(sys.argv[1]):
     points[(pat, int(b), alg)][g] = (float(m), float(p), float(r))
     total[g] += 1
     ok[g] += abs(float(r) - 1) <= 0.25
-def grid_order(g):
-    return int(g[1:]) if g[1:].isdigit() else g
+def grid_order(g):  # g1 < g2 < g10, then other labels (g26x) by name
+    return (0, int(g[1:]), '') if g[1:].isdigit() else (1, 0, g)
 print('  '.join('%s %d/%d' % (g, ok[g], total[g]) for g in sorted(total, key=grid_order)),
       ' all %d/%d' % (sum(ok.values()), sum(total.values())))
 rows = []
