@@ -30,6 +30,7 @@ CLUSTER_MACHINE=calibrate
 NODE_MACHINE=default
 CONFIRM=2
 RUNS=1
+CALIBRATIONS=3
 
 usage() {
   cat <<EOF
@@ -66,6 +67,12 @@ Usage: bench/grid.sh --out DIR [options]
                      cluster's start-ups move with the host's load from day
                      to day, topo/emulated-4x4-1gbit.machine is one such
                      day) [$CLUSTER_MACHINE]
+  --calibrations N   with 'calibrate': nbr_calibrate runs N times, each
+                     its own MPI job (DIR/CONFIG-calK.machine), and the
+                     machine file is each number's median over them
+                     (median_machine.py): one job's figures move from job
+                     to job more than within one (naive's small call
+                     1068-1810 us over fourteen calibrations of a day) [$CALIBRATIONS]
   --node-machine F   the same for the node config ('default': the
                      library's built-in machine, NBR_MACHINE unset, what a
                      user who sets nothing gets) [$NODE_MACHINE]
@@ -108,12 +115,15 @@ while (($#)); do
     --node-machine) NODE_MACHINE=$2; shift 2 ;;
     --confirm) CONFIRM=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
+    --calibrations) CALIBRATIONS=$2; shift 2 ;;
     --help|-h) usage; exit 0 ;;
     *) echo "grid: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ -n $OUT ]] || { echo "grid: --out DIR is required" >&2; exit 2; }
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "grid: --runs takes a count of 1 or more" >&2; exit 2; }
+[[ $CALIBRATIONS =~ ^[1-9][0-9]*$ ]] ||
+  { echo "grid: --calibrations takes a count of 1 or more" >&2; exit 2; }
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -232,13 +242,23 @@ run_config() {
   if [[ $machine == calibrate ]]; then
     CALIBRATED+=("$name")
     machine=$OUT/$name.machine
-    local -a cal=("${launch[@]}" "$BUILD/bench/nbr_calibrate" --name "grid-$name"
-      --max-bytes 16Mi --sweep 1 --output "$machine")
-    # local-cluster.sh's links: 1 Gbit/s, a bucket of 1 ms of that (125 kB)
-    [[ $name == cluster ]] && cal+=(--link-gbit 1 --link-burst-bytes 125000)
-    echo "grid: ${cal[*]}" | tee "$OUT/$name-calibrate.txt"
-    "${cal[@]}" >>"$OUT/$name-calibrate.txt" 2>&1 ||
-      { echo "grid: calibration failed, see $OUT/$name-calibrate.txt" >&2; exit 1; }
+    local -a files=()
+    : >"$OUT/$name-calibrate.txt"
+    local c
+    for ((c = 1; c <= CALIBRATIONS; c++)); do
+      files+=("$OUT/$name-cal$c.machine")
+      local -a cal=("${launch[@]}" "$BUILD/bench/nbr_calibrate" --name "grid-$name"
+        --max-bytes 16Mi --sweep 1 --output "${files[-1]}")
+      # local-cluster.sh's links: 1 Gbit/s, a bucket of 1 ms of that (125 kB)
+      [[ $name == cluster ]] && cal+=(--link-gbit 1 --link-burst-bytes 125000)
+      echo "grid: ${cal[*]}" | tee -a "$OUT/$name-calibrate.txt"
+      "${cal[@]}" >>"$OUT/$name-calibrate.txt" 2>&1 ||
+        { echo "grid: calibration failed, see $OUT/$name-calibrate.txt" >&2; exit 1; }
+    done
+    echo "grid: python3 bench/median_machine.py grid-$name ${files[*]} > $machine" |
+      tee -a "$OUT/$name-calibrate.txt"
+    python3 "bench/median_machine.py" "grid-$name" "${files[@]}" >"$machine" ||
+      { echo "grid: merging the calibrations failed" >&2; exit 1; }
   fi
   MACHINE_OF[$name]=$machine
   IFS=, read -ra items <<<"$PATTERNS"
