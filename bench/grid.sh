@@ -63,7 +63,7 @@ Usage: bench/grid.sh --out DIR [options]
   --cluster-machine F  machine file auto prices plans with on the cluster
                      (NBR_MACHINE) and nbr_sim predicts with; 'calibrate':
                      nbr_calibrate measures the configuration first and
-                     writes DIR/cluster.machine (about 30 s; the emulated
+                     writes DIR/cluster.machine (70-80 s a run; the emulated
                      cluster's start-ups move with the host's load from day
                      to day, topo/emulated-4x4-1gbit.machine is one such
                      day) [$CLUSTER_MACHINE]
