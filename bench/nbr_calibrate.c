@@ -122,7 +122,8 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The median of v[0..n-1], which it sorts. */
+/* The median of v[0..n-1], which it sorts (for an even n the upper of
+ * the middle two: the small calls' SMALL_ROUNDS). */
 static double median_in_place(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof(double), compare_double);
