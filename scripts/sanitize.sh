@@ -40,6 +40,11 @@ export HWLOC_COMPONENTS=-pci
 # and the drop-in on a persistent alltoallv and its set-up paths. Two at a
 # time: unit tests run in pairs, every MPI test asks for both slots
 # (PROCESSORS 2).
+# mpi.collectives leaves its Moore stencils out here (GTEST_FILTER): 42 s
+# of its 91 under the sanitizers, the same executors as its other graphs,
+# whose plans the unit tests build on Moore neighborhoods under them too;
+# they run in full at 2-16 ranks without sanitizers.
+export GTEST_FILTER=-Collectives.Moore
 mpi='^mpi\.(collectives|errors|host_algorithms|faults)\.np4$'
 dropin='^dropin\.(persistent_alltoallv|inconsistent_graph|creation_info)\.np4$'
 sweeps='ErdosRenyiSweep|VerifierOverSeededGraphs|At2048Ranks|AllgathervWithItsSizeRound|VerifiedOnManyGraphsAndMachines'
