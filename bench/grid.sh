@@ -284,7 +284,10 @@ for c in "${configs[@]}"; do
 done
 
 # fresh runs of the points that are not ok, round by round, so that one
-# point's runs fall at different times of the machine's day
+# point's runs fall at different times of the machine's day, each round in
+# orders of its own (--order-seed K): with one seed every run of a point
+# took the same two orders, so a slow predecessor repeated in all three
+# (bench/results/2026-11-29-g28)
 rm -f "$OUT"/*-confirm*.csv "$OUT"/*-confirm*.txt
 # a missed prediction is measured again where the machine was calibrated in
 # the run (the node's built-in machine is not, and misses half its points)
@@ -295,7 +298,8 @@ for ((k = 1; k <= CONFIRM; k++)); do
     # shellcheck disable=SC2046
     bench "$name" "${MACHINE_OF[$name]}" "$OUT/$name-$tag-$bytes-confirm$k.csv" \
       "$OUT/$name-$tag-$bytes-confirm$k.txt" $(graph_args "$(item_of "$tag")") \
-      --min-bytes "$bytes" --max-bytes "$bytes" --iters "$(iters_of "$name" "$bytes")"
+      --min-bytes "$bytes" --max-bytes "$bytes" --iters "$(iters_of "$name" "$bytes")" \
+      --order-seed "$k"
   done 3<"$OUT/flagged.txt"
 done
 # every flagged point got its runs (a loop that lost its input would not say)

@@ -116,7 +116,7 @@ static int bench_size(bench_t *b, uint64_t bytes)
         ok = check_one(b, a, &L);
     if (ok) {
         bh_time_interleaved(b->algs, o->algs.n, &L, o->warmup, o->iters, o->block,
-                            b->samples);
+                            o->order_seed, b->samples);
         for (int a = 0; a < o->algs.n; a++)
             measure_one(b, a, &L, recv_max, &res[a]);
     }

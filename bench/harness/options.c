@@ -185,6 +185,7 @@ void bh_options_default(bh_options_t *o)
     o->warmup = 3;
     o->iters = 20;
     o->block = 1;
+    o->order_seed = 0;
     strcpy(o->algs.names[0], "mpi");
     strcpy(o->algs.names[1], "naive");
     o->algs.n = 2;
@@ -218,6 +219,10 @@ void bh_print_usage(FILE *f)
         "                           a row, as a program calls one collective\n"
         "                           again and again; 1: one call each, the\n"
         "                           algorithms shuffled call by call [1]\n"
+        "  --order-seed N           the rounds' orders of the algorithms come\n"
+        "                           from a seed: N picks another set of them,\n"
+        "                           so that repeated runs are not in the same\n"
+        "                           order [0]\n"
         "  --algorithms A,B,...     'mpi' = the MPI library's own collective,\n"
         "                           called directly (nbrcoll's mpi algorithm\n"
         "                           makes the same call, auto's baseline);\n"
@@ -328,6 +333,8 @@ static int apply_option(const char *name, const char *val, void *ctx,
     } else if (strcmp(name, "block") == 0) {
         bad = bh_parse_long(val, 1, 1000000, &l);
         o->block = (int)l;
+    } else if (strcmp(name, "order-seed") == 0) {
+        bad = bh_parse_long(val, 0, 1000000000, &o->order_seed);
     } else if (strcmp(name, "algorithms") == 0) {
         return bh_parse_algorithms(val, &o->algs, err, errlen);
     } else if (strcmp(name, "csv") == 0) {

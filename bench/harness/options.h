@@ -71,6 +71,7 @@ typedef struct bh_options {
     int warmup;
     int iters;
     int block; /* timed calls of one algorithm in a row (bh_time_interleaved) */
+    long order_seed; /* which shuffles of the algorithms the rounds take (0: the first ones) */
     bh_alg_list_t algs;
     bh_locality_t locality;
     const char *csv_path; /* NULL: no CSV */

@@ -87,8 +87,9 @@ void bh_print_header(const bh_options_t *o, const bh_topo_t *t,
            "%.2f (min %d, max %d)\n",
            edges, avg, inmin, inmax, avg, outmin, outmax);
     print_memory_header(o);
-    printf("# warmup %d, iters %d, block %d; time = slowest rank per call, us\n",
-           o->warmup, o->iters, o->block);
+    printf("# warmup %d, iters %d, block %d, order seed %ld; time = slowest rank per "
+           "call, us\n",
+           o->warmup, o->iters, o->block, o->order_seed);
     print_algorithms(o, algs);
     printf("# GB/s = largest per-rank receive volume / median time, "
            "1e9 B/s\n");

@@ -23,8 +23,9 @@ double bh_time_one_call(const bh_alg_t *a, bh_layout_t *L);
  * each algorithm in a row, the algorithms in a fresh order each round,
  * until each has iters: noise that drifts over the run (a shared,
  * oversubscribed machine) and what a call leaves behind for the next hit
- * every algorithm alike. samples[a * iters + it], seconds. Collective. */
+ * every algorithm alike. order_seed picks the orders (the same on every
+ * rank). samples[a * iters + it], seconds. Collective. */
 void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
-                         int warmup, int iters, int block, double *samples);
+                         int warmup, int iters, int block, long order_seed, double *samples);
 
 #endif
