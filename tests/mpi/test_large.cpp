@@ -107,6 +107,14 @@ struct Blocks {
 TEST_F(LargeMessages, AllgatherOverTwoGiB)
 {
     const int me = world_rank(), P = world_size();
+    // the calls to make: 1, the blocking call; 2, the persistent request
+    const char *only = std::getenv("NBR_TEST_LARGE_CALL");
+    const std::string call = only ? only : "";
+    ASSERT_TRUE(call.empty() || call == "blocking" || call == "persistent")
+        << "NBR_TEST_LARGE_CALL=" << call << ": blocking or persistent";
+    const std::vector<int> salts = call == "blocking"     ? std::vector<int>{1}
+                                   : call == "persistent" ? std::vector<int>{2}
+                                                          : std::vector<int>{1, 2};
     // every rank on this machine holds a send and a receive block, and a
     // device-side receiver may stage one more
     const size_t need = static_cast<size_t>(P) * 3 * kBytes + (1ull << 30);
@@ -133,20 +141,14 @@ TEST_F(LargeMessages, AllgatherOverTwoGiB)
     EXPECT_EQ(nbr_neighbor_allgather_init(b.send, kWords, MPI_UINT64_T, b.recv, kWords,
                                           MPI_UINT64_T, comm, MPI_INFO_NULL, &req),
               NBR_SUCCESS);
-    const char *only = std::getenv("NBR_TEST_LARGE_CALL");
-    const std::string call = only ? only : "";
-    ASSERT_TRUE(call.empty() || call == "blocking" || call == "persistent")
-        << "NBR_TEST_LARGE_CALL=" << call << ": blocking or persistent";
-    for (int salt : {1, 2}) {  // 1: blocking call, 2: the persistent request
-        if (!call.empty() && call != (salt == 1 ? "blocking" : "persistent"))
-            continue;
+    for (int salt : salts) {
         b.windows(b.send, true, [&](uint64_t *w, size_t first, size_t n) {
             for (size_t i = 0; i < n; ++i)
                 w[i] = word(me, salt, first + i);
         });
         // Cleared before the first call only: a second call that wrote
         // nothing would leave the first salt's words, which fail the check.
-        if (salt == 1 || call == "persistent")
+        if (salt == salts.front())
             b.windows(b.recv, true, [](uint64_t *w, size_t, size_t n) { std::fill(w, w + n, 0); });
         const int rc = salt == 1 ? nbr_neighbor_allgather(b.send, kWords, MPI_UINT64_T, b.recv,
                                                           kWords, MPI_UINT64_T, comm)
