@@ -80,8 +80,9 @@ Usage: bench/grid.sh --out DIR [options]
                      calibration each), every point judged and priced on
                      the medians over its runs: a point's measured speedup
                      over naive moves 1.1-1.2x between grids on the
-                     emulated cluster (bench/results/2026-11-27-pooled)
-                     [$RUNS]
+                     emulated cluster (bench/results/2026-11-27-pooled);
+                     run K (from 2) takes --order-seed 100+K, the first
+                     nbr_bench's default order [$RUNS]
   --confirm N        fresh runs of each point whose first verdict is not ok
                      (a tie or a loss) or where a prediction of nbr_sim is
                      more than 25 % off (on a config calibrated in the
@@ -191,11 +192,13 @@ bench() {
   CSVS+=("$csv")
 }
 
-# passes NAME MACHINE ITEM SUFFIX: one pattern's bench passes, into
-# CONFIG-TAG-PASS$SUFFIX.csv
+# passes NAME MACHINE ITEM SUFFIX [SEED]: one pattern's bench passes, into
+# CONFIG-TAG-PASS$SUFFIX.csv, in the orders of --order-seed SEED if given
 passes() {
-  local name=$1 machine=$2 item=$3 suffix=$4
+  local name=$1 machine=$2 item=$3 suffix=$4 seed=${5:-}
   local g tag pass lo hi iters
+  local -a order=()
+  [[ -z $seed ]] || order=(--order-seed "$seed")
   g=$(graph_args "$item")
   tag=$(tag_of "$item")
   # the smaller the calls, the more rounds (large ones cost seconds each)
@@ -211,7 +214,7 @@ passes() {
     iters=$(iters_of "$name" "$lo")
     # shellcheck disable=SC2086
     bench "$name" "$machine" "$OUT/$name-$tag-$pass$suffix.csv" "$OUT/$name-$tag-$pass$suffix.txt" \
-      $g --min-bytes "$lo" --max-bytes "$hi" --iters "$iters"
+      $g --min-bytes "$lo" --max-bytes "$hi" --iters "$iters" "${order[@]}"
   done
 }
 
@@ -267,9 +270,11 @@ run_config() {
     passes "$name" "$machine" "$item" ""
     [[ -z $machine ]] || simulate "$name" "$machine" "$item" "$ranks" "$rpn"
   done
+  # run K in orders of its own, as the confirming rounds are (seeds 100+K,
+  # clear of theirs)
   for ((k = 2; k <= RUNS; k++)); do
     for item in "${items[@]}"; do
-      passes "$name" "$machine" "$item" "-run$k"
+      passes "$name" "$machine" "$item" "-run$k" $((100 + k))
     done
   done
 }
