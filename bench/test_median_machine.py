@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks median_machine.py on hand-made machine files: each number the
-median, a field in two of three files kept and in one left out, the name
-replaced, and files that disagree on a line, a word or a text value
-refused. With an nbr_sim path as argument, also that nbr_sim prices with
-the merged file. Exit status 0 when every check holds."""
+median (the rates of the paths inside a node the largest), a field in two
+of three files kept and in one left out, the name replaced, and files
+that disagree on a line, a word or a text value refused. With an nbr_sim
+path as argument, also that nbr_sim prices with the merged file. Exit
+status 0 when every check holds."""
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, 'median_machine.py')
 
 
-def machine(start, pair=None, alpha=150.0, first=None, paths='network', nics='1'):
+def machine(start, pair=None, alpha=150.0, first=None, paths='network', nics='1', inside=1.8):
     cores = 'cores 2 per=job network_gbytes_per_s=0.16 eager_bytes=65472'
     if pair is not None:
         cores += ' pair_gbytes_per_s=%g' % pair
@@ -24,9 +25,9 @@ def machine(start, pair=None, alpha=150.0, first=None, paths='network', nics='1'
         '# a calibration', 'nbrcoll-machine 1', 'name one-day',
         'path copy    alpha_us=0.001 gbytes_per_s=24',
         'path device  alpha_us=0.001 gbytes_per_s=24',
-        'path socket  alpha_us=48 gbytes_per_s=1.8 overhead_us=0.04',
-        'path node    alpha_us=48 gbytes_per_s=1.8 overhead_us=0.04',
-        'path gpu     alpha_us=48 gbytes_per_s=1.8 overhead_us=0.04',
+        'path socket  alpha_us=48 gbytes_per_s=%g overhead_us=0.04' % inside,
+        'path node    alpha_us=48 gbytes_per_s=%g overhead_us=0.04' % inside,
+        'path gpu     alpha_us=48 gbytes_per_s=%g overhead_us=0.04' % inside,
         'path network alpha_us=%g gbytes_per_s=0.12 overhead_us=9' % alpha,
         'nics %s gbytes_per_s=0.118 burst_bytes=125000' % nics, cores,
         'call start_us=%g' % start, ''])
@@ -66,8 +67,9 @@ def main():
             failures.append(what)
 
     with tempfile.TemporaryDirectory() as tmp:
-        r = run([machine(900, 0.12, 160, first=0.15), machine(1300, 0.14, 150, first=0.17),
-                 machine(1000, None, 290)], tmp)
+        r = run([machine(900, 0.12, 160, first=0.15, inside=2.5),
+                 machine(1300, 0.14, 150, first=0.17, inside=1.25),
+                 machine(1000, None, 290, inside=0.85)], tmp)
         check(r.returncode == 0, 'three calibrations merge (%s)' % r.stderr.strip())
         got = fields(r.stdout)
         check(got.get(('call', 'start_us')) and float(got[('call', 'start_us')]) == 1000,
@@ -80,6 +82,13 @@ def main():
         check(abs(float(got.get(('cores', 'pair_first_gbytes_per_s'), 0)) - 0.16) < 1e-12,
               'pair_first in two of three kept: %s'
               % got.get(('cores', 'pair_first_gbytes_per_s')))
+        for path in ('socket', 'node', 'gpu'):
+            check(float(got.get(('path ' + path, 'gbytes_per_s'), 0)) == 2.5,
+                  'the %s path takes its fastest rate 2.5: %s'
+                  % (path, got.get(('path ' + path, 'gbytes_per_s'))))
+        check(float(got.get(('path network', 'gbytes_per_s'), 0)) == 0.12 and
+              float(got.get(('path copy', 'gbytes_per_s'), 0)) == 24,
+              'the other rates stay medians')
         check(got.get(('cores', 'message_paths')) == 'network', 'text values carried')
         check('name merged' in r.stdout.splitlines(), 'the name is replaced')
         check('nics 1 gbytes_per_s=' in r.stdout and 'cores 2 per=job ' in r.stdout,
