@@ -18,12 +18,12 @@ own (bench/results/2026-11-28-median-calibration).
 
 Except the rates of the paths inside a node (FASTEST): those take the
 largest. A ping-pong inside a node shares the cores with the job's other
-ranks, whose turns only ever slow it, and its rate moved 0.84-7.9 GB/s over
-86 calibrations of the emulated cluster. Priced at one rate, g1-g28
+ranks, whose turns only ever slow it, and its rate moved 0.84-7.9 GB/s
+over 86 calibrations of the emulated cluster. Priced at one rate, g1-g28
 barely move between 2.5 and 5 GB/s (5939 and 5935 of 6036 points within
-25 %, 5936 at their own) and fall to 5745 at 1.25; g29's median of three (2.49, 1.25, 0.85)
-was 1.25, and missed 5 of its 225 points that its fastest prices right
-(bench/results/2026-11-29-g29)."""
+25 %, 5936 at their own) and fall to 5745 at 1.25; g29's median of three
+(2.49, 1.25, 0.85) was 1.25 and missed 5 of its 225 points, which its
+fastest prices right (bench/results/2026-11-29-g29)."""
 import statistics
 import sys
 

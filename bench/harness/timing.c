@@ -90,9 +90,9 @@ void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
     /* a fixed seed gives every point the same orders: with 7 calls in
      * blocks of 5, auto's first block followed halving's in every run of
      * every large point of the cluster grid (bench/results/2026-11-29-g28);
-     * grid.sh gives each confirming round a seed of its own. The factor is
-     * not a multiple of the shuffle's own step, so that another seed is not
-     * the same stream a few draws on. */
+     * grid.sh gives each confirming round and each --runs pass a seed of
+     * its own. The factor is not a multiple of the shuffle's own step, so
+     * that another seed is not the same stream a few draws on. */
     uint64_t seed = 0x6e6272636f6c6cULL + (uint64_t)order_seed * 0xd1342543de82ef95ULL;
     if (block < 1)
         block = 1;
