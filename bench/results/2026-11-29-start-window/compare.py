@@ -26,7 +26,7 @@ def within(v):
 
 
 a, b = load(sys.argv[1]), load(sys.argv[2])
-for name, keep in (('all', lambda g: True), ('g16-g27', lambda g: grid_number(g) >= 16)):
+for name, keep in (('all', lambda g: True), ('g16 on', lambda g: grid_number(g) >= 16)):
     count = lambda d: (sum(1 for k, v in d.items() if keep(k[0]) and within(v)),
                        sum(1 for k in d if keep(k[0])))
     print(name, count(a), count(b))
