@@ -117,6 +117,17 @@ for item in "${grids[@]}" "${others[@]}"; do
   if [[ -n ${NETFIT:-} ]]; then
     python3 $R/2026-11-28-handoff-paths/netfit.py "$tmp/m" >"$tmp/m.fit" && mv "$tmp/m.fit" "$tmp/m"
   fi
+  # NETFIT_ALGS (later, 2026-11-29-sparse-relay; netfit.py): a merged file
+  # has no small calls of its own, so its calibrations' fits, the median
+  if [[ -n ${NETFIT_ALGS:-} ]] && compgen -G "$R/$2/cluster-cal*.machine" >/dev/null; then
+    for c in "$R/$2"/cluster-cal*.machine; do
+      python3 $R/2026-11-28-handoff-paths/netfit.py "$c" |
+        awk '/^call /{split($2, a, "="); s = a[2]} /^cores /{for (i = 1; i <= NF; i++) if ($i ~ /^message_us=/) h = substr($i, 12)} END {print s, h}'
+    done | sort -g | awk '{s[NR] = $1; h[NR] = $2} END {print s[int((NR + 1) / 2)], h[int((NR + 1) / 2)]}' >"$tmp/fit"
+    read -r fs fh <"$tmp/fit"
+    sed -e "s/^call start_us=[0-9.e+-]*/call start_us=$fs/" -e "s/message_us=[0-9.e+-]*/message_us=$fh/" "$tmp/m" >"$tmp/m2" &&
+      mv "$tmp/m2" "$tmp/m"
+  fi
   if [[ -n ${SD:-} ]]; then
     awk -v sd="$SD" '/^call /{split($2,a,"="); $2="start_us=" (a[2]*sd)} {print}' "$tmp/m" >"$tmp/m2" &&
       mv "$tmp/m2" "$tmp/m"
