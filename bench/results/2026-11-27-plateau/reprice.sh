@@ -24,7 +24,10 @@
 # (variants.diff: XA, XB, XT, XN, XS, XK) pass to nbr_sim through the
 # environment. START (us) and HANDOFF (us; later, 2026-11-28-noise-floor)
 # set every priced calibration's per-call start and hand-off (after
-# NETFIT). ONLY (labels, space-separated) prices just those grids. Run
+# NETFIT). NETFIT_ALGS (later, 2026-11-29-sparse-relay; e.g. naive)
+# refits start and hand-off on those algorithms' small calls only (a
+# merged grid: its calibrations' median). ONLY (labels, space-separated)
+# prices just those grids. Run
 # from the repository root; stats.py sums the lines up.
 set -euo pipefail
 sim=${NBR_SIM:-build/bench/nbr_sim} copy=${1:-0}
