@@ -2,7 +2,8 @@
 """Checks median_machine.py on hand-made machine files: each number the
 median (the rates of the paths inside a node the largest), a field in two
 of three files kept and in one left out, the name replaced, and files
-that disagree on a line, a word or a text value refused. With an nbr_sim
+that disagree on a line, a word or a text value refused, and starts
+more than 3x apart refused. With an nbr_sim
 path as argument, also that nbr_sim prices with the merged file. Exit
 status 0 when every check holds."""
 import os
@@ -109,6 +110,12 @@ def main():
         r = run([machine(900), machine(1000, paths='all')], tmp)
         check(r.returncode == 1 and 'message_paths differs' in r.stderr,
               'different text values are refused: %s' % r.stderr.strip())
+        r = run([machine(1080), machine(10898), machine(5666)], tmp)
+        check(r.returncode == 1 and 'more than 3x apart' in r.stderr,
+              'starts over 3x apart (a busy host) are refused: %d %s'
+              % (r.returncode, r.stderr.strip()))
+        r = run([machine(990), machine(1380), machine(2900)], tmp)
+        check(r.returncode == 0, 'starts under 3x apart merge: %s' % r.stderr.strip())
         r = subprocess.run([sys.executable, TOOL, 'x'], capture_output=True, text=True)
         check(r.returncode == 2, 'no files: usage')
         r = run([machine(900)], tmp)
