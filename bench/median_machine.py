@@ -25,8 +25,8 @@ barely move between 2.5 and 5 GB/s (5939 and 5935 of 6036 points within
 (2.49, 1.25, 0.85) was 1.25 and missed 5 of its 225 points, which its
 fastest prices right (bench/results/2026-11-29-g29).
 
-Refused: calibrations whose per-call starts lie more than START_SPREAD
-apart. A busy host makes them so (the ranks wait in sched_yield, and any
+Refused: calibrations whose per-call starts lie more than SPREAD's
+factor apart. A busy host makes them so (the ranks wait in sched_yield, and any
 runnable process takes their turns): g33's were 1080, 5666 and 10898 us,
 where the merged grids before spread 1.03-1.39x
 (bench/results/2026-11-29-sparse-relay)."""
@@ -36,7 +36,8 @@ import sys
 
 # (line key, field): merged as the largest of the files' values
 FASTEST = {(('path', p), 'gbytes_per_s') for p in ('socket', 'node', 'gpu')}
-START_SPREAD = 3.0
+# (line key, field): refused when the files' values lie further apart
+SPREAD = {(('call',), 'start_us'): 3.0}
 
 
 class MergeError(Exception):
@@ -105,11 +106,11 @@ def merge(name, paths):
                     raise MergeError('%s %s differs: %s' % (' '.join(key), field, ' / '.join(vals)))
                 words.append('%s=%s' % (field, vals[0]))
                 continue
-            if (key, field) == (('call',), 'start_us') and min(nums) > 0 and \
-                    max(nums) > START_SPREAD * min(nums):
-                raise MergeError('call start_us %.6g-%.6g: more than %gx apart; was the host '
-                                 'busy while they ran? calibrate again with nothing beside'
-                                 % (min(nums), max(nums), START_SPREAD))
+            limit = SPREAD.get((key, field))
+            if limit and min(nums) > 0 and max(nums) > limit * min(nums):
+                raise MergeError('%s %s %.6g-%.6g: more than %gx apart; was the host busy while '
+                                 'they ran? calibrate again with nothing beside'
+                                 % (' '.join(key), field, min(nums), max(nums), limit))
             pick = max if (key, field) in FASTEST else statistics.median
             words.append('%s=%.17g' % (field, pick(nums)))
             if min(nums) != max(nums):
