@@ -378,7 +378,12 @@ static int complete_end(sim_t *s, int r, double t)
     if (--st->pending > 0)
         return NBR_SUCCESS;
     st->phase++;
-    return push(s, st->end, EVENT_PHASE, r);
+    /* on shared cores the rank gave its core away while it waited; the
+     * next phase starts once it has one again (machine.h, wake_us) */
+    double wake = st->phase < s->in->plans[r].num_phases && shares_cores(s, r)
+                      ? s->in->machine->core_wake_seconds
+                      : 0;
+    return push(s, st->end + wake, EVENT_PHASE, r);
 }
 
 static int complete(sim_t *s, int send, int recv)

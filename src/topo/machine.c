@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the longest line: cores with all its options */
+#define MACHINE_MAX_WORDS 11
+
 static const char *const path_names[NBR_NUM_PATHS] = {"copy", "device", "socket",
                                                       "node", "gpu",    "network"};
 
@@ -115,17 +118,17 @@ static int parse_core_bytes(nbr_text_parser_t *p, const char *value, size_t *byt
 
 /* cores N [per=node|job] [network_gbytes_per_s=X] [eager_bytes=E]
  * [pair_gbytes_per_s=P [pair_after_bytes=A] [pair_first_gbytes_per_s=F]]
- * [message_us=Y [message_paths=all|network]] */
+ * [message_us=Y [message_paths=all|network]] [wake_us=W] */
 static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int count)
 {
-    if (count < 2 || count > 10)
+    if (count < 2 || count > MACHINE_MAX_WORDS)
         return nbr_text_error(p, "'cores' takes a count, then optionally per=node or per=job, "
                                  "network_gbytes_per_s=, eager_bytes=, pair_gbytes_per_s=, "
-                                 "pair_after_bytes=, pair_first_gbytes_per_s=, message_us= and "
-                                 "message_paths=");
+                                 "pair_after_bytes=, pair_first_gbytes_per_s=, message_us=, "
+                                 "message_paths= and wake_us=");
     int rc = nbr_text_int(p, words[1], 1, 1 << 20, &m->cores), have_per = 0, have_rate = 0,
         have_eager = 0, have_message = 0, have_pair = 0, have_after = 0, have_first = 0,
-        have_paths = 0;
+        have_paths = 0, have_wake = 0;
     m->core_message_network_only = 0;
     m->cores_per_job = 0;
     for (int w = 2; w < count && rc == NBR_SUCCESS; w++) {
@@ -137,6 +140,7 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
         const char *first = nbr_text_keyed(words[w], "pair_first_gbytes_per_s");
         const char *message = nbr_text_keyed(words[w], "message_us");
         const char *paths = nbr_text_keyed(words[w], "message_paths");
+        const char *wake = nbr_text_keyed(words[w], "wake_us");
         if (per && !have_per++ && (!strcmp(per, "node") || !strcmp(per, "job"))) {
             m->cores_per_job = strcmp(per, "job") == 0;
         } else if (rate && !have_rate++) {
@@ -158,11 +162,17 @@ static int parse_cores(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int
                 rc = nbr_text_error(p, "message_us must be finite and above 0");
         } else if (paths && !have_paths++ && (!strcmp(paths, "all") || !strcmp(paths, "network"))) {
             m->core_message_network_only = strcmp(paths, "network") == 0;
+        } else if (wake && !have_wake++) {
+            rc = nbr_text_double(p, wake, &m->core_wake_seconds);
+            m->core_wake_seconds *= 1e-6;
+            if (rc == NBR_SUCCESS &&
+                !(m->core_wake_seconds >= 0 && isfinite(m->core_wake_seconds)))
+                rc = nbr_text_error(p, "wake_us must be 0 or more");
         } else {
             rc = nbr_text_error(p, "'%s': expected per=node, per=job, network_gbytes_per_s=, "
                                    "eager_bytes=, pair_gbytes_per_s=, pair_after_bytes=, "
-                                   "pair_first_gbytes_per_s=, message_us= or "
-                                   "message_paths=all|network (once each)",
+                                   "pair_first_gbytes_per_s=, message_us=, "
+                                   "message_paths=all|network or wake_us= (once each)",
                                    words[w]);
         }
     }
@@ -188,9 +198,6 @@ static int parse_call(nbr_text_parser_t *p, nbr_machine_t *m, char **words, int 
         rc = nbr_text_error(p, "start_us must be 0 or more");
     return rc;
 }
-
-/* the longest line: cores with all its options */
-#define MACHINE_MAX_WORDS 10
 
 int nbr_machine_parse(const char *text, nbr_machine_t *m, char *message, size_t size)
 {
@@ -289,6 +296,8 @@ int nbr_machine_write(const nbr_machine_t *m, FILE *out)
         if (m->core_message_seconds > 0)
             fprintf(out, " message_us=%.17g%s", m->core_message_seconds * 1e6,
                     m->core_message_network_only ? " message_paths=network" : "");
+        if (m->core_wake_seconds > 0)
+            fprintf(out, " wake_us=%.17g", m->core_wake_seconds * 1e6);
         fputc('\n', out);
     }
     if (m->start > 0)

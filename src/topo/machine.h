@@ -18,7 +18,7 @@
  *   path network alpha_us=40  gbytes_per_s=0.118 overhead_us=12
  *   nics 1 gbytes_per_s=0.118 burst_bytes=125000 burst_gbytes_per_s=0.37
  *                                         per node, each direction
- *   cores 2 per=job network_gbytes_per_s=0.17 eager_bytes=65472 message_us=6
+ *   cores 2 per=job network_gbytes_per_s=0.17 eager_bytes=65472 message_us=6 wake_us=12
  *                                         optional, below
  *   call start_us=250                     optional, below
  *
@@ -86,7 +86,13 @@
  * rank between nodes and -262 to +101 us (18 of 21 below 0) a message
  * inside the node, and Moore d3 r1 (26 messages a rank, 8 inside the
  * node) ran faster than Moore d2 r2 (24, 4 inside)
- * (bench/results/2026-11-28-handoff-paths). Without the line every rank
+ * (bench/results/2026-11-28-handoff-paths). wake_us (optional) is how
+ * long a rank on shared cores waits for a core again when a phase of its
+ * plan ends and the next one may start: it gave its core away while it
+ * waited for the phase's messages. A plan of more phases pays it more
+ * often: on the emulated 4 x 4 cluster halving's and combining's small
+ * calls ran slower against naive's than one start for all would say
+ * (bench/results/2026-11-29-sparse-relay). Without the line every rank
  * has a core of its own. `call start_us=S` (optional) is the
  * per-call start: from a call's start until its last rank runs it (a
  * barrier's release; where ranks share cores, their turns on them). Every
@@ -139,6 +145,8 @@ typedef struct nbr_machine {
     double core_message_seconds;   /* a message's hand-off on a shared core;
                                     * 0: none */
     int core_message_network_only; /* 1: only messages between nodes take it */
+    double core_wake_seconds;      /* a rank's wait for a core before each
+                                    * phase after its first; 0: none */
     double start;                  /* seconds from a call's start until its
                                     * last rank runs it; 0: none */
 } nbr_machine_t;

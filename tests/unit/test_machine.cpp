@@ -162,6 +162,14 @@ TEST(MachineFile, WritesWhatItReads)
     text = round_trip(m, &back);
     EXPECT_NE(text.find("message_us=6.25 message_paths=network\n"), std::string::npos) << text;
     EXPECT_EQ(back.core_message_network_only, 1);
+    // the wait for a core before each later phase (machine.h, wake_us)
+    EXPECT_EQ(back.core_wake_seconds, 0.0) << "no wake unless told";
+    m.core_wake_seconds = 12.5e-6;
+    text = round_trip(m, &back);
+    EXPECT_NE(text.find("message_us=6.25 message_paths=network wake_us=12.5\n"), std::string::npos)
+        << text;
+    EXPECT_DOUBLE_EQ(back.core_wake_seconds, 12.5e-6);
+    m.core_wake_seconds = 0;
     m.core_message_network_only = 0;
     m.core_pair_bandwidth = 0;
     m.core_pair_after = 0;
@@ -268,8 +276,8 @@ TEST(MachineFile, ErrorsNameTheLine)
          "line 9: 'eager_bytes=2': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=rack\n",
          "line 9: 'per=rack': expected per=node, per=job, network_gbytes_per_s=, eager_bytes=, "
-         "pair_gbytes_per_s=, pair_after_bytes=, pair_first_gbytes_per_s=, message_us= or "
-         "message_paths=all|network (once each)"},
+         "pair_gbytes_per_s=, pair_after_bytes=, pair_first_gbytes_per_s=, message_us=, "
+         "message_paths=all|network or wake_us= (once each)"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job per=node\n",
          "line 9: 'per=node': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 network_gbytes_per_s=0\n",
@@ -278,7 +286,7 @@ TEST(MachineFile, ErrorsNameTheLine)
          "line 9: 'x': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 per=job network_gbytes_per_s=1 "
                         "eager_bytes=1 pair_gbytes_per_s=1 pair_after_bytes=1 "
-                        "pair_first_gbytes_per_s=1 message_us=1 message_paths=all x\n",
+                        "pair_first_gbytes_per_s=1 message_us=1 message_paths=all wake_us=1 x\n",
          "line 9: too many words"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_paths=network\n",
          "line 9: message_paths= needs message_us="},
@@ -301,6 +309,11 @@ TEST(MachineFile, ErrorsNameTheLine)
          "line 9: message_us must be finite and above 0"},
         {head + paths + "nics 1 gbytes_per_s=1\ncores 2 message_us=1 message_us=2\n",
          "line 9: 'message_us=2': expected"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 wake_us=-1\n", "line 9: -1: negative"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 wake_us=inf\n",
+         "line 9: wake_us must be 0 or more"},
+        {head + paths + "nics 1 gbytes_per_s=1\ncores 2 wake_us=1 wake_us=1\n",
+         "line 9: 'wake_us=1': expected"},
         {head + paths + "nics 1 gbytes_per_s=1\ncall start_us=-5\n", "line 9: -5: negative"},
         {head + paths + "nics 1 gbytes_per_s=1\ncall start_us=inf\n",
          "line 9: start_us must be 0 or more"},

@@ -537,6 +537,33 @@ TEST(Simulator, EveryRankStartsAtTheCallStart)
     EXPECT_NEAR(nbr_sim_job_price(&m, 20 * us, node_bytes, 2), 25 * us, 1e-12);
 }
 
+// Where ranks share cores, a rank waits wake_us for a core before each
+// phase after its first (machine.h); with a core each it does not.
+TEST(Simulator, LaterPhasesWaitForACoreOnSharedCores)
+{
+    nbr_machine_t m = test_machine();
+    Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
+    // rank 1 relays rank 0's block to rank 2 in its second phase, rank 3
+    // copies 1000 B (0.6 us) in each of two
+    Plans p({{{{NBR_OP_SEND, 1, 5000}}},
+             {{{NBR_OP_RECV, 0, 5000}}, {{NBR_OP_SEND, 2, 5000}}},
+             {{{NBR_OP_RECV, 1, 5000}}},
+             {{{NBR_OP_COPY, -1, 1000}}, {{NBR_OP_COPY, -1, 1000}}}},
+            &two.loc);
+    const double relay = (1 * us + 5000 / 5e9) + (10 * us + 5000 / 1e9);
+    m.core_wake_seconds = 7 * us;
+    std::vector<double> own = ends_of(p, &two.loc, m);
+    EXPECT_NEAR(own[2], relay, 1e-12) << "no cores line: no wake";
+    m.cores = 2;
+    m.cores_per_job = 1; // 4 ranks, 2 cores: every rank shares
+    std::vector<double> shared = ends_of(p, &two.loc, m);
+    EXPECT_NEAR(shared[0], 1 * us + 5000 / 5e9, 1e-12) << "one phase: no wake";
+    EXPECT_NEAR(shared[2], relay + 7 * us, 1e-12) << "rank 1's second phase waits 7 us";
+    EXPECT_NEAR(shared[3], 8.2 * us, 1e-12) << "its copies on the other core, 7 us apart";
+    m.cores = 4;
+    EXPECT_NEAR(ends_of(p, &two.loc, m)[2], relay, 1e-12) << "a core per rank: no wake";
+}
+
 // Rank 0 sends to rank 1 on its socket; rank 1 forwards to rank 2 on the
 // other node in a second phase.
 TEST(Simulator, TwoPhaseRelay)
