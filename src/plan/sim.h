@@ -33,7 +33,9 @@
  *     rate) waits for a core, first come, first served, and so does each
  *     message's hand-off (message_us) before the send, in a queue of its
  *     own over the same cores. A rank that hands off holds its port for a
- *     message's bytes only: the hand-off stands for the overhead.
+ *     message's bytes only: the hand-off stands for the overhead. There a
+ *     rank's phases after its first start wake_us after the one before
+ *     ends: it gave its core away while it waited.
  *   - Paths: same rank: copy (device when buffers are on GPUs); same
  *     socket / other socket of a node: socket / node for host buffers, gpu
  *     for device buffers (with the node model's GPU pair bandwidth where
