@@ -100,7 +100,8 @@ grids=("g1 2026-11-25-grid-confirm/grid $tmp/g1.in"
        "g28 2026-11-29-g28/grid-cluster"
        "g29 2026-11-29-g29/grid-cluster"
        "g30 2026-11-29-g29/grid-cluster-moore"
-       "g31 2026-11-29-g31/grid-cluster")
+       "g31 2026-11-29-g31/grid-cluster"
+       "g34 2026-11-29-g34/grid-cluster")
 # a grid priced with a calibration other than its own: not a grid of its
 # own, so priced only when ONLY names it (ONLY="g15 g15r": just those)
 # OTHERS (later, 2026-11-28-pair-trials) adds such items, comma-separated:
