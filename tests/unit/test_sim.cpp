@@ -95,6 +95,19 @@ struct Simulated {
 
 const double us = 1e-6;
 
+// Ranks 0-3 on nodes {0, 1} and {2, 3}: rank 0 sends 5000 B to rank 1 on
+// its socket (1 us + 1 us on test_machine), rank 1 forwards them to rank
+// 2 on the other node in a second phase (10 us + 5 us); rank 3's phases
+// as given.
+std::vector<std::vector<std::vector<Op>>> relay_phases(std::vector<std::vector<Op>> rank3 = {})
+{
+    return {{{{NBR_OP_SEND, 1, 5000}}},
+            {{{NBR_OP_RECV, 0, 5000}}, {{NBR_OP_SEND, 2, 5000}}},
+            {{{NBR_OP_RECV, 1, 5000}}},
+            rank3};
+}
+const double relay_seconds = (1 * us + 5000 / 5e9) + (10 * us + 5000 / 1e9);
+
 TEST(Simulator, OneMessageBetweenNodes)
 {
     nbr_machine_t m = test_machine();
@@ -522,16 +535,11 @@ TEST(Simulator, EveryRankStartsAtTheCallStart)
 {
     nbr_machine_t m = test_machine();
     Machine two(nullptr, 4, 2);
-    Plans p({{{{NBR_OP_SEND, 1, 5000}}},
-             {{{NBR_OP_RECV, 0, 5000}}, {{NBR_OP_SEND, 2, 5000}}},
-             {{{NBR_OP_RECV, 1, 5000}}},
-             {}},
-            &two.loc);
+    Plans p(relay_phases(), &two.loc);
     m.start = 5 * us;
     Simulated run(p, &two.loc, m);
     ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
-    const double relay = (1 * us + 5000 / 5e9) + (10 * us + 5000 / 1e9);
-    EXPECT_NEAR(run.ends[2], 5 * us + relay, 1e-12) << "the relay, shifted by the start";
+    EXPECT_NEAR(run.ends[2], 5 * us + relay_seconds, 1e-12) << "the relay, shifted by the start";
     EXPECT_NEAR(run.ends[3], 5 * us, 1e-12) << "a rank with nothing to do ends at the start";
     const double node_bytes[4] = {0, 0, 0, 0};
     EXPECT_NEAR(nbr_sim_job_price(&m, 20 * us, node_bytes, 2), 25 * us, 1e-12);
@@ -543,25 +551,19 @@ TEST(Simulator, LaterPhasesWaitForACoreOnSharedCores)
 {
     nbr_machine_t m = test_machine();
     Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
-    // rank 1 relays rank 0's block to rank 2 in its second phase, rank 3
-    // copies 1000 B (0.6 us) in each of two
-    Plans p({{{{NBR_OP_SEND, 1, 5000}}},
-             {{{NBR_OP_RECV, 0, 5000}}, {{NBR_OP_SEND, 2, 5000}}},
-             {{{NBR_OP_RECV, 1, 5000}}},
-             {{{NBR_OP_COPY, -1, 1000}}, {{NBR_OP_COPY, -1, 1000}}}},
-            &two.loc);
-    const double relay = (1 * us + 5000 / 5e9) + (10 * us + 5000 / 1e9);
+    // rank 3 copies 1000 B (0.6 us) in each of two phases
+    Plans p(relay_phases({{{NBR_OP_COPY, -1, 1000}}, {{NBR_OP_COPY, -1, 1000}}}), &two.loc);
     m.core_wake_seconds = 7 * us;
     std::vector<double> own = ends_of(p, &two.loc, m);
-    EXPECT_NEAR(own[2], relay, 1e-12) << "no cores line: no wake";
+    EXPECT_NEAR(own[2], relay_seconds, 1e-12) << "no cores line: no wake";
     m.cores = 2;
     m.cores_per_job = 1; // 4 ranks, 2 cores: every rank shares
     std::vector<double> shared = ends_of(p, &two.loc, m);
     EXPECT_NEAR(shared[0], 1 * us + 5000 / 5e9, 1e-12) << "one phase: no wake";
-    EXPECT_NEAR(shared[2], relay + 7 * us, 1e-12) << "rank 1's second phase waits 7 us";
+    EXPECT_NEAR(shared[2], relay_seconds + 7 * us, 1e-12) << "rank 1's second phase waits 7 us";
     EXPECT_NEAR(shared[3], 8.2 * us, 1e-12) << "its copies on the other core, 7 us apart";
     m.cores = 4;
-    EXPECT_NEAR(ends_of(p, &two.loc, m)[2], relay, 1e-12) << "a core per rank: no wake";
+    EXPECT_NEAR(ends_of(p, &two.loc, m)[2], relay_seconds, 1e-12) << "a core per rank: no wake";
 }
 
 // Rank 0 sends to rank 1 on its socket; rank 1 forwards to rank 2 on the
@@ -570,11 +572,7 @@ TEST(Simulator, TwoPhaseRelay)
 {
     nbr_machine_t m = test_machine();
     Machine two(nullptr, 4, 2); // nodes {0, 1} and {2, 3}
-    Plans p({{{{NBR_OP_SEND, 1, 5000}}},
-             {{{NBR_OP_RECV, 0, 5000}}, {{NBR_OP_SEND, 2, 5000}}},
-             {{{NBR_OP_RECV, 1, 5000}}},
-             {}},
-            &two.loc);
+    Plans p(relay_phases(), &two.loc);
     Simulated run(p, &two.loc, m);
     ASSERT_EQ(run.rc, NBR_SUCCESS) << run.message;
     const double hop1 = 1 * us + 5000 / 5e9;  // socket: 1 us + 1 us
