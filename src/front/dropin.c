@@ -56,16 +56,14 @@ static int comm_opted_out(MPI_Comm comm)
     return PMPI_Comm_get_attr(comm, off_keyval, &value, &found) == MPI_SUCCESS && found;
 }
 
-/* Whether nbrcoll takes calls on comm: a communicator with a process
- * topology that did not opt out; MPI reports everything else (an
- * intercommunicator, no topology) as it would have. */
+/* Whether nbrcoll takes calls on comm: every call unless the drop-in is
+ * off or the communicator opted out. MPI_COMM_NULL, an intercommunicator
+ * and a communicator without a process topology are taken too: nbrcoll
+ * answers them with MPI_ERR_COMM / MPI_ERR_TOPOLOGY through the handler,
+ * where Open MPI 4.1 crashes or reports an internal error. */
 static int taken(MPI_Comm comm)
 {
-    int topology = MPI_UNDEFINED;
-    if (disabled() || comm == MPI_COMM_NULL || PMPI_Topo_test(comm, &topology) != MPI_SUCCESS)
-        return 0;
-    return (topology == MPI_DIST_GRAPH || topology == MPI_CART || topology == MPI_GRAPH) &&
-           !comm_opted_out(comm);
+    return !disabled() && (comm == MPI_COMM_NULL || !comm_opted_out(comm));
 }
 
 int nbr_dropin_error_class(int status)
@@ -94,8 +92,9 @@ int nbr_dropin_error_class(int status)
 
 int nbr_dropin_raise(MPI_Comm comm, int code)
 {
+    /* an error on no communicator goes to MPI_COMM_WORLD's handler, as Open MPI 4.1 does */
     if (code != MPI_SUCCESS)
-        PMPI_Comm_call_errhandler(comm, code);
+        PMPI_Comm_call_errhandler(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, code);
     return code;
 }
 

@@ -292,7 +292,8 @@ int nbr_library_wait(nbr_request_t req)
 int nbr_library_shortcut(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                          int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int *rc)
 {
-    if (!sendbuf || !recvbuf || sendcount < 0 || recvcount < 0 ||
+    if (!sendbuf || !recvbuf || sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE ||
+        sendcount < 0 || recvcount < 0 ||
         sendtype == MPI_DATATYPE_NULL || recvtype == MPI_DATATYPE_NULL)
         return 0; /* the long way checks and reports */
     nbr_comm_t *state = nbr_comm_find(comm);

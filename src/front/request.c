@@ -282,6 +282,12 @@ static int check_call(const nbr_call_t *call, const nbr_comm_t *state)
 {
     int w = call->kind == NBR_CALL_ALLTOALLW, rc = NBR_SUCCESS;
     int out = state->user_outdegree, in = state->user_indegree;
+    /* MPI has no in-place form of a neighborhood collective */
+    if (call->sendbuf == MPI_IN_PLACE || call->recvbuf == MPI_IN_PLACE) {
+        NBR_ERROR("%s: MPI_IN_PLACE is not allowed for neighborhood collectives",
+                  nbr_call_name(call->kind));
+        return NBR_ERR_ARG;
+    }
     if (call->kind == NBR_CALL_ALLTOALLV || w) {
         NBR_CHECK(check_arrays(call->sendcounts, w ? (const void *)call->sdispls_w
                                                    : (const void *)call->sdispls,

@@ -348,6 +348,24 @@ TEST_F(Errors, NullBuffersWithNonzeroCounts)
     }
 }
 
+// MPI has no in-place neighborhood collective: MPI_IN_PLACE as either
+// buffer is MPI_ERR_ARG (as Open MPI answers), never a read of address 1.
+TEST_F(Errors, InPlaceIsAnArgumentError)
+{
+    for (const char *algorithm : {"naive", "mpi", "halving", "leader", "aggregate", "auto"}) {
+        MPI_Comm comm = ring_comm(Mode::NbrAdjacent, algorithm);
+        if (comm == MPI_COMM_NULL)
+            continue;
+        const std::string a = std::string(" [") + algorithm + "]";
+        const std::vector<Op> all(kOps, kOps + kNumOps);
+        expect_error_everywhere(comm, NBR_ERR_ARG, "MPI_IN_PLACE sendbuf" + a, all,
+                                [](Op, Args &x) { x.sp = MPI_IN_PLACE; });
+        expect_error_everywhere(comm, NBR_ERR_ARG, "MPI_IN_PLACE recvbuf" + a, all,
+                                [](Op, Args &x) { x.rp = MPI_IN_PLACE; });
+        free_comm(&comm);
+    }
+}
+
 TEST_F(Errors, NegativeCountsAndDisplacements)
 {
     MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
