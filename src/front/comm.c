@@ -254,21 +254,90 @@ static int check_graph(nbr_comm_t *state)
     return rc == NBR_SUCCESS && check.mismatches > 0 ? NBR_ERR_GRAPH : rc;
 }
 
+/* A setting's value as one int of the agreement (31 bits, >= 0). */
+static int setting_hash(const nbr_shared_setting_t *setting)
+{
+    uint32_t h = 2166136261u;
+    for (const char *c = setting->name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    for (const char *c = setting->value; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    return (int)(h & 0x7fffffff);
+}
+
+/* Settings found to differ: every rank learns rank 0's values; a rank
+ * that holds another logs its own, and rank 0 names the ranks that
+ * differ from it, setting by setting. Collective (an error path). */
+static void report_differing(MPI_Comm comm, const nbr_shared_setting_t *mine, int n,
+                             const int *hashes, uint32_t differs)
+{
+    int rank = 0, size = 0, theirs[NBR_SHARED_SETTINGS_MAX];
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    memcpy(theirs, hashes, sizeof theirs);
+    uint32_t mask = 0, *masks = rank == 0 ? calloc((size_t)size, sizeof(uint32_t)) : NULL;
+    if (MPI_Bcast(theirs, NBR_SHARED_SETTINGS_MAX, MPI_INT, 0, comm) == MPI_SUCCESS)
+        for (int i = 0; i < n; i++)
+            if ((differs >> i & 1) && hashes[i] != theirs[i]) {
+                mask |= 1u << i;
+                NBR_ERROR("%s is '%s' on this rank, another value on rank 0: it must be the "
+                          "same on every rank", mine[i].name, mine[i].value);
+            }
+    if (MPI_Gather(&mask, 1, MPI_UINT32_T, masks, 1, MPI_UINT32_T, 0, comm) != MPI_SUCCESS ||
+        !masks)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        if (!(differs >> i & 1))
+            continue;
+        char list[256] = "";
+        size_t used = 0;
+        int listed = 0, others = 0;
+        for (int r = 1; r < size; r++) {
+            if (!(masks[r] >> i & 1))
+                continue;
+            if (listed < 16 && used < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
+                                         listed++ ? ", " : "", r);
+            else
+                others++;
+        }
+        NBR_ERROR("%s differs between ranks: rank 0 has '%s', %s %s%s another value",
+                  mine[i].name, mine[i].value, listed + others > 1 ? "ranks" : "rank", list,
+                  others ? " and more have" : listed > 1 ? " have" : " has");
+    }
+out:
+    free(masks);
+}
+
 /* The first agreement of set-up: every rank's status, and whether every
- * rank has the same nbr_agree_errors (a rank that agrees on a call's
- * errors waits for the others' part in it), in one reduction. */
+ * rank has the same value of each setting all must share (a rank with
+ * another algorithm, node size or graph check would post other messages
+ * than its peers expect, or none), in one reduction: MIN over each hash
+ * and its negation says min == max. */
 static int agree_on_config(MPI_Comm comm, int local, const nbr_config_t *config)
 {
-    int mine[3] = {local, config->agree_errors, -config->agree_errors}, least[3];
-    int mrc = MPI_Allreduce(mine, least, 3, MPI_INT, MPI_MIN, comm);
+    nbr_shared_setting_t settings[NBR_SHARED_SETTINGS_MAX];
+    int n = local == NBR_SUCCESS ? nbr_config_shared_settings(config, settings) : 0;
+    int hashes[NBR_SHARED_SETTINGS_MAX] = {0};
+    int mine[1 + 2 * NBR_SHARED_SETTINGS_MAX] = {local}, least[1 + 2 * NBR_SHARED_SETTINGS_MAX];
+    for (int i = 0; i < n; i++) {
+        hashes[i] = setting_hash(&settings[i]);
+        mine[1 + 2 * i] = hashes[i];
+        mine[2 + 2 * i] = -hashes[i];
+    }
+    int mrc = MPI_Allreduce(mine, least, 1 + 2 * NBR_SHARED_SETTINGS_MAX, MPI_INT, MPI_MIN, comm);
     if (mrc != MPI_SUCCESS)
         return nbr_mpi_failed("MPI_Allreduce", mrc);
-    if (least[0] == NBR_SUCCESS && least[1] != -least[2]) {
-        NBR_ERROR("nbr_agree_errors / NBR_AGREE_ERRORS is %d on this rank and differs on "
-                  "others: it must be the same on every rank", config->agree_errors);
-        return NBR_ERR_INFO;
-    }
-    return least[0];
+    if (least[0] != NBR_SUCCESS)
+        return least[0];
+    uint32_t differs = 0;
+    for (int i = 0; i < n; i++)
+        if (least[1 + 2 * i] != -least[2 + 2 * i])
+            differs |= 1u << i;
+    if (!differs)
+        return NBR_SUCCESS;
+    report_differing(comm, settings, n, hashes, differs);
+    return NBR_ERR_INFO;
 }
 
 /* Zeroed, its first lines (the shortcut's) on cache-line boundaries. */

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include "front/config.h"
 
 #include "base/log.h"
@@ -5,6 +6,9 @@
 #include "base/settings.h"
 
 #include <nbrcoll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,4 +130,80 @@ void nbr_config_free(nbr_config_t *config)
 int nbr_config_request_algorithm(MPI_Info info, const nbr_algorithm_t **algorithm)
 {
     return load_algorithm(info, algorithm);
+}
+
+/* FNV-1a over bytes: a parameter block or a machine file as one value. */
+static uint64_t digest(const void *bytes, size_t n, uint64_t h)
+{
+    const unsigned char *b = bytes;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static void add_setting(nbr_shared_setting_t *settings, int *n, const char *name,
+                        const char *format, ...) __attribute__((format(printf, 4, 5)));
+
+static void add_setting(nbr_shared_setting_t *settings, int *n, const char *name,
+                        const char *format, ...)
+{
+    if (*n >= NBR_SHARED_SETTINGS_MAX)
+        return;
+    va_list args;
+    va_start(args, format);
+    snprintf(settings[*n].name, sizeof settings[*n].name, "%s", name);
+    vsnprintf(settings[*n].value, sizeof settings[*n].value, format, args);
+    va_end(args);
+    (*n)++;
+}
+
+/* The machine as its file would say it: the same text, the same machine. */
+static uint64_t machine_digest(const nbr_machine_t *machine)
+{
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    if (!out)
+        return 0;
+    nbr_machine_write(machine, out);
+    fclose(out);
+    uint64_t h = digest(text, length, 0xcbf29ce484222325ULL);
+    free(text);
+    return h;
+}
+
+int nbr_config_shared_settings(const nbr_config_t *c, nbr_shared_setting_t *settings)
+{
+    static const char *const memory[] = {"auto", "host", "device"};
+    int n = 0;
+    add_setting(settings, &n, "nbr_algorithm / NBR_ALGORITHM", "%s",
+                c->algorithm ? c->algorithm->name : NBR_AUTO_NAME);
+    add_setting(settings, &n, "nbr_ranks_per_node / NBR_RANKS_PER_NODE", "%d", c->ranks_per_node);
+    add_setting(settings, &n, "nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET", "%d",
+                c->ranks_per_socket);
+    add_setting(settings, &n, "nbr_check_graph / NBR_CHECK_GRAPH", "%d", c->check_graph);
+    add_setting(settings, &n, "nbr_agree_errors / NBR_AGREE_ERRORS", "%d", c->agree_errors);
+    add_setting(settings, &n, "nbr_auto_trials / NBR_AUTO_TRIALS", "%d", c->auto_trials);
+    add_setting(settings, &n, "nbr_auto_whole_graph_ranks / NBR_AUTO_WHOLE_GRAPH_RANKS", "%d",
+                c->auto_whole_graph_ranks);
+    add_setting(settings, &n, "nbr_expected_starts / NBR_EXPECTED_STARTS", "%d",
+                c->expected_starts);
+    add_setting(settings, &n, "nbr_memory / NBR_MEMORY", "%s", memory[c->exec.memory]);
+    add_setting(settings, &n, "nbr_staging_chunk / NBR_STAGING_CHUNK", "%d",
+                c->exec.staging_chunk);
+    add_setting(settings, &n, "NBR_GPU_AWARE_MPI", "%d", c->exec.gpu_aware_mpi);
+    add_setting(settings, &n, "nbr_machine / NBR_MACHINE", "%s (digest %016llx)",
+                c->machine.name[0] ? c->machine.name : "default",
+                (unsigned long long)machine_digest(&c->machine));
+    for (int i = 0; i < nbr_algorithm_count(); i++) {
+        const nbr_algorithm_t *a = nbr_algorithm_at(i);
+        const void *params = nbr_algorithm_params_of(&c->params, a);
+        char name[64];
+        snprintf(name, sizeof name, "%s's own settings (nbr_%s_*)", a->name, a->name);
+        if (params) /* calloc'ed and filled field by field: padding is zero */
+            add_setting(settings, &n, name, "digest %016llx",
+                        (unsigned long long)digest(params, a->params_size,
+                                                   0xcbf29ce484222325ULL));
+    }
+    return n;
 }

@@ -35,6 +35,22 @@ typedef struct nbr_config {
     nbr_exec_options_t exec;      /* nbr_memory, nbr_staging_chunk, NBR_GPU_AWARE_MPI */
 } nbr_config_t;
 
+/* A setting every rank of a communicator must share: a rank with another
+ * value would plan other messages, or none (a different algorithm, node
+ * size, graph check ...). name is how the log shows it; value is printable
+ * and, where the setting is a whole parameter block, a digest. */
+typedef struct nbr_shared_setting {
+    char name[64];
+    char value[80];
+} nbr_shared_setting_t;
+
+#define NBR_SHARED_SETTINGS_MAX 32
+
+/* Fills settings (room for NBR_SHARED_SETTINGS_MAX) from config; returns
+ * how many. Settings a rank may hold alone (NBR_GPU, NBR_DUMP_PLAN, the
+ * node model file) are not among them. */
+int nbr_config_shared_settings(const nbr_config_t *config, nbr_shared_setting_t *settings);
+
 /* Defaults, then info (may be MPI_INFO_NULL), then the environment.
  * Release with nbr_config_free (nothing to free after a failure). */
 int nbr_config_load(MPI_Info info, nbr_config_t *config);

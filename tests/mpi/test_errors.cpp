@@ -2,6 +2,7 @@
 // documents, raised on every rank that should raise it, without hangs, and
 // with the communicator still usable (a correct call right after must
 // succeed and match MPI_Neighbor_*). Meant for 4 ranks; works with any.
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -841,6 +842,69 @@ TEST_F(Errors, MalformedInfoAndUnknownAlgorithm)
     MPI_Comm comm = ring_comm(Mode::NbrAdjacent);
     if (comm != MPI_COMM_NULL)
         expect_usable(comm, "malformed info");
+    free_comm(&comm);
+}
+
+// A setting every rank must share, set differently on rank 0 alone (its
+// environment, or its info at attach): NBR_ERR_INFO at set-up on every
+// rank instead of ranks that plan different messages and wait forever.
+TEST_F(Errors, SettingsThatDifferOnOneRankFailEverywhere)
+{
+    const int me = world_rank(), P = world_size();
+    if (P < 2)
+        GTEST_SKIP() << "needs two ranks to differ";
+    nbr_graph_t g;
+    if (!all_ranks(build_ring_graph(&g)))
+        return;
+    std::vector<int> in(nbr_graph_in(&g, me), nbr_graph_in(&g, me) + nbr_graph_indegree(&g, me));
+    std::vector<int> out(nbr_graph_out(&g, me),
+                         nbr_graph_out(&g, me) + nbr_graph_outdegree(&g, me));
+    nbr_graph_free(&g);
+    struct Env {
+        const char *name, *one, *other; // rank 0 takes whichever is not the current value
+    };
+    const Env envs[] = {{"NBR_ALGORITHM", "naive", "halving"},
+                        {"NBR_RANKS_PER_NODE", "1", "3"},
+                        {"NBR_CHECK_GRAPH", "0", "1"},
+                        {"NBR_AUTO_TRIALS", "0", "7"},
+                        {"NBR_LEADER_MIN_BYTES", "1", "2"}};
+    for (const Env &e : envs) {
+        const char *now = getenv(e.name);
+        const std::string saved = now ? now : "";
+        if (me == 0)
+            setenv(e.name, now && strcmp(now, e.one) == 0 ? e.other : e.one, 1);
+        MPI_Comm comm = MPI_COMM_NULL;
+        const int rc = nbr_dist_graph_create_adjacent(
+            MPI_COMM_WORLD, static_cast<int>(in.size()), in.data(), MPI_UNWEIGHTED,
+            static_cast<int>(out.size()), out.data(), MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm);
+        if (me == 0) {
+            if (now)
+                setenv(e.name, saved.c_str(), 1);
+            else
+                unsetenv(e.name);
+        }
+        const std::string w = std::string(e.name) + " on rank 0 only, rank " + std::to_string(me);
+        EXPECT_EQ(rc, NBR_ERR_INFO) << w << ": " << expect_text(rc, NBR_ERR_INFO);
+        EXPECT_EQ(comm, MPI_COMM_NULL) << w << ": communicator returned on error";
+        free_comm(&comm);
+    }
+    // a per-communicator algorithm on one rank's nbr_comm_attach
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, static_cast<int>(in.size()), in.data(),
+                                   MPI_UNWEIGHTED, static_cast<int>(out.size()), out.data(),
+                                   MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    if (me == 0)
+        MPI_Info_set(info, "nbr_algorithm", "combining");
+    const int rc = nbr_comm_attach(comm, info);
+    MPI_Info_free(&info);
+    EXPECT_EQ(rc, NBR_ERR_INFO) << "nbr_algorithm on rank 0's attach only, rank " << me << ": "
+                                << expect_text(rc, NBR_ERR_INFO);
+    MPI_Comm_free(&comm);
+    comm = ring_comm(Mode::NbrAdjacent);
+    if (comm != MPI_COMM_NULL)
+        expect_usable(comm, "settings that differ");
     free_comm(&comm);
 }
 
