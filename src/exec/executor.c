@@ -46,9 +46,7 @@ int nbr_executor_create(nbr_exec_domain_t *domain, nbr_executor_t **exec)
     if (rc == NBR_SUCCESS) {
         (*exec)->kind = domain->kind;
         (*exec)->domain = domain;
-        (*exec)->agree_tag = -1;
-        (*exec)->agree_distance = 0;
-        (*exec)->agree_requests[0] = (*exec)->agree_requests[1] = MPI_REQUEST_NULL;
+        (*exec)->agree_tag = (*exec)->guard_tag = -1;
     }
     return rc;
 }
@@ -73,6 +71,9 @@ int nbr_executor_bind(nbr_executor_t *exec, const nbr_plan_t *plan,
     exec->bind_status = NBR_SUCCESS;
     exec->finish = NULL;
     exec->finish_arg = NULL;
+    exec->guard_tag = -1;
+    exec->guard_failed = 0;
+    exec->fallback = NULL;
     int rc = exec->kind->bind(exec, buffers, persistent);
     if (rc == NBR_SUCCESS && persistent)
         rc = exec->bind_status; /* _init agrees on it: no run needed */
@@ -93,103 +94,95 @@ static void leave_in_flight(nbr_executor_t *exec)
 
 static const nbr_executor_kind_t agreement_only; /* below */
 
-/* ------------------------------------------------------ error agreement */
+/* ------------------------------------------- error agreement and guard */
 
-/* A dissemination over all P ranks: in round k each rank sends the least
- * status it has seen to rank + 2^k and takes the least of its own and
- * what rank - 2^k sent; after ceil(log2 P) rounds every rank has seen
- * every rank's. One int per round on the call's own tag, so agreements of
- * calls in flight at once never match each other's messages, and no
- * collective whose order would have to agree across ranks. A post or a
- * test that fails is tried again at the next step (logged, not counted
- * against the call: a peer waits for the message, a receive left out
- * would take a later run's, and an error found this late could no longer
- * reach every rank). Only a request MPI released after a failed test
- * loses its value: that rank's status then says so. */
-/* Posts what this round has not posted yet; returns whether both are. */
-static int agree_post(nbr_executor_t *exec)
-{
-    const nbr_exec_domain_t *d = exec->domain;
-    long distance = exec->agree_distance, p = d->nranks;
-    const int peers[2] = {(int)((d->rank - distance + p) % p), (int)((d->rank + distance) % p)};
-    for (int i = 0; i < 2; i++) {
-        if (exec->agree_posted & (1 << i))
-            continue;
-        if (i == 1)
-            exec->agree_sent = exec->agree_out;
-        int rc = nbr_message_post(i == 0 ? NBR_MSG_IRECV : NBR_MSG_ISEND,
-                                  i == 0 ? &exec->agree_in : &exec->agree_sent, sizeof(int),
-                                  peers[i], exec->agree_tag, d->comm, &exec->agree_requests[i],
-                                  NULL);
-        if (rc == NBR_SUCCESS)
-            exec->agree_posted |= 1 << i;
-    }
-    return exec->agree_posted == 3;
-}
-
+/* Both are reduces over every rank on the call's own tags (base/reduce.h:
+ * point-to-point, so agreements of calls in flight at once never meet
+ * each other's messages, whatever order they progress in): the error
+ * agreement the least status (an error anywhere makes NBR_ERR_PEER where
+ * the run succeeded), the guard the least of every rank's "holds". */
 static void agree_begin(nbr_executor_t *exec)
 {
     exec->active = 1;
-    exec->agree_distance = 1;
-    exec->agree_posted = 0;
-    exec->agree_out = exec->status;
-    agree_post(exec);
+    exec->agreeing = 1;
+    exec->agree_value = exec->status;
+    nbr_reduce_begin(&exec->agreement, exec->domain->comm, exec->agree_tag, &exec->agree_value, 1,
+                     NULL, NBR_REDUCE_MIN, NULL);
 }
 
 static int agree_advance(nbr_executor_t *exec)
 {
-    if (!agree_post(exec))
-        return 0;
-    for (int i = 0; i < 2; i++) {
-        int done = 0;
-        if (exec->agree_requests[i] == MPI_REQUEST_NULL)
-            continue;
-        int mrc = PMPI_Test(&exec->agree_requests[i], &done, MPI_STATUS_IGNORE);
-        if (mrc != MPI_SUCCESS) {
-            int rc = nbr_mpi_failed("MPI_Test", mrc);
-            if (exec->agree_requests[i] == MPI_REQUEST_NULL) { /* released: its value is lost */
-                nbr_executor_record(exec, rc);
-                exec->agree_out = rc < exec->agree_out ? rc : exec->agree_out;
-            }
-        } else if (i == 0 && done && exec->agree_in < exec->agree_out)
-            exec->agree_out = exec->agree_in;
-        if (exec->agree_requests[i] != MPI_REQUEST_NULL)
-            return 0; /* not done, or failed with the request still live */
-    }
-    long distance = exec->agree_distance;
-    if (distance < exec->domain->nranks - distance) { /* the next round reaches further */
-        exec->agree_distance = (int)(2 * distance);
-        exec->agree_posted = 0;
-        agree_post(exec);
-        return 1;
-    }
-    exec->agree_distance = 0;
+    int done = 0, moved = nbr_reduce_advance(&exec->agreement, &done);
+    if (!done)
+        return moved;
+    exec->agreeing = 0;
     exec->active = 0;
-    if (exec->agree_out != NBR_SUCCESS)
+    nbr_executor_record(exec, exec->agreement.status); /* a value lost here */
+    if (exec->agree_value != NBR_SUCCESS)
         nbr_executor_record(exec, NBR_ERR_PEER); /* this rank's own error stays */
     return 1;
 }
 
-/* The plan's run ended on this rank: the binder's finish step, then the
- * agreement, if bound with one (so that it covers the finish step too). */
+static void guard_begin(nbr_executor_t *exec)
+{
+    exec->guarding = 1;
+    exec->guard_failed = 0;
+    exec->guard_value = exec->guard_holds;
+    nbr_reduce_begin(&exec->guard, exec->domain->comm, exec->guard_tag, &exec->guard_value, 1, NULL,
+                     NBR_REDUCE_MIN, NULL);
+}
+
+static int guard_advance(nbr_executor_t *exec)
+{
+    int done = 0, moved = nbr_reduce_advance(&exec->guard, &done);
+    if (done) {
+        exec->guarding = 0;
+        /* a value lost on this rank: take the fallback too (its peers that
+         * learned of a failing rank take it; one that learned nothing may
+         * not: the fallback's messages then find no partner, and it waits) */
+        exec->guard_failed = exec->guard_value == 0 || exec->guard.status != NBR_SUCCESS;
+    }
+    return moved || done;
+}
+
+/* The plan's run ended on this rank: unless its guard failed, the
+ * binder's finish step, then the agreement, if bound with one (so that it
+ * covers the finish step too); a failed guard starts the fallback. */
 static void plan_ended(nbr_executor_t *exec)
 {
+    if (exec->guard_failed) {
+        exec->status = NBR_SUCCESS; /* the run's bytes are void, its errors too */
+        if (exec->fallback)
+            nbr_executor_start(exec->fallback);
+        return;
+    }
     if (exec->finish)
         nbr_executor_record(exec, exec->finish(exec->finish_arg));
     if (exec->agree_tag >= 0)
         agree_begin(exec);
 }
 
-/* One step of exec; the step that ends its run takes it off the list. */
+/* One step of exec; the step that ends its run takes it off the list. A
+ * guarded run ends when its plan and its guard both have. */
 static int advance(nbr_executor_t *exec, int blocking)
 {
-    int moved;
-    if (exec->agree_distance > 0) {
+    int moved = 0;
+    if (exec->agreeing) {
         moved = agree_advance(exec);
     } else {
-        moved = exec->kind->advance(exec, blocking);
-        if (!exec->active)
+        if (exec->guarding)
+            moved = guard_advance(exec);
+        if (!exec->plan_done) {
+            /* blocking inside MPI would starve the guard */
+            moved |= exec->kind->advance(exec, blocking && !exec->guarding);
+            exec->plan_done = !exec->active;
+            exec->active = 1;
+        }
+        if (exec->plan_done && !exec->guarding) {
+            exec->active = 0;
             plan_ended(exec);
+            moved = 1;
+        }
     }
     if (!exec->active)
         leave_in_flight(exec);
@@ -223,14 +216,19 @@ int nbr_executor_start_failed(nbr_executor_t *exec, int status)
     if (exec->active || !exec->plan)
         return NBR_ERR_REQUEST;
     exec->status = exec->bind_status != NBR_SUCCESS ? exec->bind_status : status;
-    exec->agree_distance = 0;
+    exec->agreeing = exec->plan_done = 0;
     join_in_flight(exec);
+    if (exec->guard_tag >= 0)
+        guard_begin(exec);
     int rc = NBR_SUCCESS;
     if (exec->plan->num_phases > 0 || exec->kind == &agreement_only)
         rc = exec->kind->begin(exec);
     else
         exec->active = 0; /* nothing to move: straight to its end */
-    if (!exec->active) {
+    exec->plan_done = !exec->active;
+    exec->active = 1;
+    if (exec->plan_done && !exec->guarding) {
+        exec->active = 0;
         plan_ended(exec);
         if (!exec->active)
             leave_in_flight(exec);
@@ -298,6 +296,14 @@ int nbr_executor_create_agreement(nbr_exec_domain_t *domain, nbr_executor_t **ex
     return rc;
 }
 
+void nbr_executor_guard(nbr_executor_t *exec, int guard_tag, int holds, nbr_executor_t *fallback)
+{
+    exec->guard_tag = guard_tag; /* one rank too: it may not hold it itself */
+    exec->guard_holds = holds != 0;
+    exec->fallback = fallback;
+    exec->guard_failed = 0;
+}
+
 void nbr_executor_on_finish(nbr_executor_t *exec, int (*finish)(void *arg), void *arg)
 {
     exec->finish = finish;
@@ -359,8 +365,7 @@ void nbr_executor_unbind(nbr_executor_t *exec)
 {
     if (exec->active)
         leave_in_flight(exec);
-    exec->active = 0;
-    exec->agree_distance = 0;
+    exec->active = exec->agreeing = exec->guarding = 0;
     if (exec->kind->unbind)
         exec->kind->unbind(exec);
     exec->plan = NULL;

@@ -17,6 +17,14 @@
  * another's did not. Without it, a failure reaches only the ranks its
  * messages (or their absence) reach.
  *
+ * Guard (nbr_executor_guard): a plan built on a fact every rank must hold
+ * for this run (allgather through relays: every rank's block is the
+ * agreed size) runs beside an agreement of that fact, from its start;
+ * where some rank did not hold it, the run's own bytes are void and the
+ * fallback executor (the same call planned without the fact) runs in its
+ * place, on every rank. Both are in flight on their own, so progress made
+ * anywhere moves them.
+ *
  * Every executor of a domain that is running is on its in-flight list, and
  * progress advances all of them: waiting on one request moves the others,
  * so a peer that waits for an older request is never stuck behind the
@@ -24,6 +32,7 @@
 #ifndef NBR_EXECUTOR_H
 #define NBR_EXECUTOR_H
 
+#include "base/reduce.h"
 #include "plan/plan.h"
 #include "topo/locality.h"
 
@@ -83,6 +92,7 @@ struct nbr_executor {
     const nbr_plan_t *plan; /* NULL when unbound */
     int tag_base;
     int active; /* started, not finished */
+    int plan_done; /* the run's plan has ended (its guard or agreement may not) */
     int status; /* first error of the current run */
     /* A binding failure that still leaves the plan runnable (set by the
      * kind's bind): every run starts failed with it and runs as poison,
@@ -94,11 +104,17 @@ struct nbr_executor {
     int (*finish)(void *arg);
     void *finish_arg;
     int agree_tag;      /* >= 0: the run ends with an error agreement on this tag */
-    int agree_distance; /* the agreement's round in flight (2^k); 0: not agreeing */
-    int agree_posted;   /* of the round: bit 0 the receive, bit 1 the send */
-    int agree_out;      /* least status seen so far */
-    int agree_sent, agree_in; /* the round's messages: this rank's, the peer's */
-    MPI_Request agree_requests[2]; /* receive, send */
+    int agreeing;       /* the error agreement is under way */
+    int64_t agree_value;
+    nbr_reduce_t agreement;
+    int guard_tag;      /* >= 0: the run's plan runs beside a guard on this tag */
+    int guard_holds;    /* this rank's part of the guard: 1 holds, 0 does not */
+    int guarding;       /* the guard is under way */
+    int guard_failed;   /* the last run's guard found a rank that did not hold
+                         * it: its bytes are void, the fallback ran instead */
+    int64_t guard_value;
+    nbr_reduce_t guard;
+    nbr_executor_t *fallback; /* started when the guard fails (not owned) */
     nbr_executor_t *next_in_flight;
 };
 
@@ -145,6 +161,12 @@ int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status);
  * progress made for any call moves it. */
 int nbr_executor_agree_after(nbr_executor_t *exec, int agree_tag,
                              int (*watch)(void *arg, int *done), void *arg);
+/* The runs of exec's binding run beside a guard on guard_tag (one no plan
+ * op and no other call in flight uses), this rank holding the guarded fact
+ * or not (holds); where any rank does not, fallback (bound, idle) is
+ * started in the run's place and exec->guard_failed set. A new binding
+ * clears it. */
+void nbr_executor_guard(nbr_executor_t *exec, int guard_tag, int holds, nbr_executor_t *fallback);
 /* Sets exec's finish step (see struct nbr_executor) for the runs of its
  * binding; a new binding clears it. */
 void nbr_executor_on_finish(nbr_executor_t *exec, int (*finish)(void *arg), void *arg);
