@@ -4,6 +4,7 @@
 #include "base/log.h"
 
 #include <nbrcoll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,72 +144,75 @@ static int receive(MPI_Comm comm, int tag, const MPI_Status *probed, nbr_mailbox
     return NBR_SUCCESS;
 }
 
-/* A rank's vote at the end of a round, reduced with MPI_MIN over all. */
+/* A rank's vote at the end of a round, reduced with MIN over all. */
 enum { VOTE_STATUS, VOTE_DONE, VOTE_NOT_DONE, VOTE_SIZE };
 
 /* One NBX exchange (nbx-sparse-data-exchange.txt, Section 3.4): synchronous
  * sends complete only once matched, so when a rank's sends are all done it
  * joins a nonblocking barrier; when the barrier completes, every message of
- * the round has been received somewhere. The barrier is a nonblocking
- * allreduce of the ranks' votes, so each learns the round's outcome.
+ * the round has been received somewhere. The barrier is a reduce of the
+ * ranks' votes, so each learns the round's outcome.
  *
  * A local failure never ends the exchange early: a rank that left would
  * leave peers' synchronous sends unmatched and the barrier short of one.
  * Failed calls are tried again (a receive, a probe, a test: at the next turn
  * of the loop). A failure before this rank voted goes into its vote; the
- * first one after is returned, for the next round's vote. */
-static int nbx_exchange(MPI_Comm comm, int tag, const nbr_mailbox_t *outbox,
-                        nbr_mailbox_t *inbox, int vote[VOTE_SIZE], int result[VOTE_SIZE])
+ * first one after is carried, for the next round's vote. */
+static void note(nbr_engine_run_t *run, int rc)
 {
-    int after_vote = NBR_SUCCESS, barrier_done = 0, in_barrier = 0, barrier_tries = 0;
-    MPI_Request *sends = calloc((size_t)outbox->count + 1, sizeof(MPI_Request));
-    MPI_Request barrier = MPI_REQUEST_NULL;
-#define NOTE(call)                                                                       \
-    do {                                                                                 \
-        int note_rc_ = (call);                                                           \
-        int *first_ = in_barrier ? &after_vote : &vote[VOTE_STATUS];                     \
-        if (*first_ == NBR_SUCCESS)                                                      \
-            *first_ = note_rc_;                                                          \
-    } while (0)
-    if (!sends)
-        NOTE(NBR_ERR_NOMEM); /* nothing sent: the vote tells every rank */
-    for (int m = 0; sends && m < outbox->count; m++)
-        NOTE(post_send(comm, tag, &outbox->messages[m], &sends[m]));
-    while (!barrier_done) {
-        int arrived = 0, mrc;
-        MPI_Status probed;
-        if ((mrc = MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &arrived, &probed)) != MPI_SUCCESS)
-            NOTE(nbr_mpi_failed("MPI_Iprobe", mrc));
-        else if (arrived)
-            NOTE(receive(comm, tag, &probed, inbox));
-        if (!in_barrier) {
-            int sent = 1;
-            if (sends && (mrc = PMPI_Testall(outbox->count, sends, &sent,
-                                             MPI_STATUSES_IGNORE)) != MPI_SUCCESS) {
-                NOTE(nbr_mpi_failed("MPI_Testall", mrc));
-                sent = 0;
-            }
-            if (!sent)
-                continue;
-            /* a collective that fails, fails on every rank: all try again */
-            mrc = MPI_Iallreduce(vote, result, VOTE_SIZE, MPI_INT, MPI_MIN, comm, &barrier);
-            if (mrc == MPI_SUCCESS) {
-                in_barrier = 1;
-                continue;
-            }
-            NOTE(nbr_mpi_failed("MPI_Iallreduce", mrc));
-            if (++barrier_tries == 2) { /* nothing left to try */
-                memcpy(result, vote, VOTE_SIZE * sizeof(int));
-                break;
-            }
-        } else if ((mrc = PMPI_Test(&barrier, &barrier_done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
-            NOTE(nbr_mpi_failed("MPI_Test", mrc));
-            barrier_done = 0;
-        }
+    int *first = run->in_barrier ? &run->after_vote : &run->status;
+    if (*first == NBR_SUCCESS)
+        *first = rc;
+}
+
+/* Posts the round's messages (after its step ran). */
+static void exchange_begin(nbr_engine_run_t *run)
+{
+    int tag = run->tag_base + (run->round & 1);
+    run->in_barrier = 0;
+    run->after_vote = NBR_SUCCESS;
+    run->sends = calloc((size_t)run->outbox.count + 1, sizeof(MPI_Request));
+    if (!run->sends)
+        note(run, NBR_ERR_NOMEM); /* nothing sent: the vote tells every rank */
+    for (int m = 0; run->sends && m < run->outbox.count; m++)
+        note(run, post_send(run->comm, tag, &run->outbox.messages[m], &run->sends[m]));
+}
+
+/* One turn of the exchange; 1 once its barrier completed. */
+static int exchange_advance(nbr_engine_run_t *run, int *moved)
+{
+    int tag = run->tag_base + (run->round & 1), arrived = 0, mrc;
+    MPI_Status probed;
+    if ((mrc = MPI_Iprobe(MPI_ANY_SOURCE, tag, run->comm, &arrived, &probed)) != MPI_SUCCESS)
+        note(run, nbr_mpi_failed("MPI_Iprobe", mrc));
+    else if (arrived) {
+        note(run, receive(run->comm, tag, &probed, &run->inbox));
+        *moved = 1;
     }
-#undef NOTE
+    if (!run->in_barrier) {
+        int sent = 1;
+        if (run->sends && (mrc = PMPI_Testall(run->outbox.count, run->sends, &sent,
+                                              MPI_STATUSES_IGNORE)) != MPI_SUCCESS) {
+            note(run, nbr_mpi_failed("MPI_Testall", mrc));
+            sent = 0;
+        }
+        if (!sent)
+            return 0;
+        run->vote[VOTE_STATUS] = run->status;
+        run->in_barrier = 1;
+        *moved = 1;
+        nbr_reduce_begin(&run->barrier, run->comm, run->tag_base + 2 + (run->round & 1),
+                         run->vote, VOTE_SIZE, NULL, NBR_REDUCE_MIN, NULL);
+    }
+    int done = 0;
+    *moved |= nbr_reduce_advance(&run->barrier, &done);
+    if (!done)
+        return 0;
+    if (run->barrier.status != NBR_SUCCESS && run->vote[VOTE_STATUS] == NBR_SUCCESS)
+        run->vote[VOTE_STATUS] = run->barrier.status; /* a vote lost: this rank cannot tell */
     /* Sort by sender; stable, so each sender's arrival (= posting) order stays.
      * Insertion sort: an inbox holds few messages. */
+    nbr_mailbox_t *inbox = &run->inbox;
     for (int i = 1; i < inbox->count; i++) {
         nbr_message_t key = inbox->messages[i];
         int j = i - 1;
@@ -218,56 +222,99 @@ static int nbx_exchange(MPI_Comm comm, int tag, const nbr_mailbox_t *outbox,
         }
         inbox->messages[j + 1] = key;
     }
-    free(sends);
-    return after_vote;
+    free(run->sends);
+    run->sends = NULL;
+    return 1;
 }
 
-/* Every round ends with an exchange, the last one too (empty, since a step
- * that is done posts nothing): its vote makes the end and any rank's failure
- * known to all, so that every rank returns the same status. A failure met
- * after the last vote is one a retry mended (the last round moves no
- * messages): a warning. */
+/* Runs the round's step and starts its exchange. Every round ends with an
+ * exchange, the last one too (empty, since a step that is done posts
+ * nothing): its vote makes the end and any rank's failure known to all, so
+ * that every rank returns the same status. */
+static void round_begin(nbr_engine_run_t *run)
+{
+    int done = 0;
+    nbr_mailbox_clear(&run->outbox);
+    int step_rc = run->carried != NBR_SUCCESS
+                      ? run->carried
+                      : run->step(run->context, run->round, &run->inbox, &run->outbox, &done);
+    if (step_rc == NBR_SUCCESS && done && run->outbox.count > 0) {
+        NBR_ERROR("engine: the step finished but posted messages");
+        step_rc = NBR_ERR_INTERNAL;
+    }
+    if (step_rc != NBR_SUCCESS) {
+        nbr_mailbox_clear(&run->outbox);
+        done = 1; /* neutral in the vote: the status decides */
+    }
+    nbr_mailbox_clear(&run->inbox);
+    run->status = step_rc;
+    run->vote[VOTE_DONE] = done;
+    run->vote[VOTE_NOT_DONE] = !done;
+    exchange_begin(run);
+}
+
+static void run_end(nbr_engine_run_t *run, int status)
+{
+    run->status = status;
+    run->done = 1;
+    mailbox_release(&run->inbox);
+    mailbox_release(&run->outbox);
+}
+
+void nbr_engine_begin(nbr_engine_run_t *run, MPI_Comm comm, int tag_base, void *context,
+                      nbr_round_fn step, int max_rounds)
+{
+    memset(run, 0, sizeof *run);
+    run->comm = comm;
+    run->tag_base = tag_base;
+    run->context = context;
+    run->step = step;
+    run->max_rounds = max_rounds;
+    round_begin(run);
+}
+
+int nbr_engine_advance(nbr_engine_run_t *run, int *done)
+{
+    int moved = 0;
+    while (!run->done && exchange_advance(run, &moved)) {
+        moved = 1;
+        /* two tags alternate: a fast rank's next-round message must not be
+         * taken by a slow rank still probing in this round */
+        run->carried = run->after_vote;
+        int agreed = (int)run->vote[VOTE_STATUS];
+        if (agreed != NBR_SUCCESS) {
+            run_end(run, agreed);
+        } else if (!run->vote[VOTE_DONE] && !run->vote[VOTE_NOT_DONE]) {
+            NBR_ERROR("engine: ranks finished in different rounds (round %d)", run->round);
+            run_end(run, NBR_ERR_INTERNAL);
+        } else if (run->vote[VOTE_DONE]) {
+            /* a failure met after the last vote is one a retry mended (the
+             * last round moves no messages): a warning */
+            if (run->carried != NBR_SUCCESS)
+                NBR_WARN("engine: the failure above came after the last vote and was retried");
+            run_end(run, NBR_SUCCESS);
+        } else if (++run->round >= run->max_rounds) {
+            NBR_ERROR("engine: builder did not finish in %d rounds", run->max_rounds);
+            run_end(run, NBR_ERR_INTERNAL);
+        } else {
+            round_begin(run);
+        }
+    }
+    *done = run->done;
+    return moved;
+}
+
 int nbr_engine_run_mpi(MPI_Comm comm, int tag_base, void *context,
                        nbr_round_fn step, int max_rounds)
 {
-    int rc = NBR_SUCCESS, carried = NBR_SUCCESS;
-    nbr_mailbox_t inbox = {0}, outbox = {0};
-    for (int round = 0; round < max_rounds; round++) {
-        int done = 0;
-        nbr_mailbox_clear(&outbox);
-        int step_rc = carried != NBR_SUCCESS
-                          ? carried
-                          : step(context, round, &inbox, &outbox, &done);
-        if (step_rc == NBR_SUCCESS && done && outbox.count > 0) {
-            NBR_ERROR("engine: the step finished but posted messages");
-            step_rc = NBR_ERR_INTERNAL;
-        }
-        if (step_rc != NBR_SUCCESS) {
-            nbr_mailbox_clear(&outbox);
-            done = 1; /* neutral in the vote: the status decides */
-        }
-        nbr_mailbox_clear(&inbox);
-        int vote[VOTE_SIZE] = {step_rc, done, !done}, result[VOTE_SIZE];
-        /* Two tags alternate: a fast rank's next-round message must not be
-         * taken by a slow rank still probing in this round. */
-        carried = nbx_exchange(comm, tag_base + (round & 1), &outbox, &inbox, vote, result);
-        if ((rc = result[VOTE_STATUS]) != NBR_SUCCESS)
-            goto out;
-        if (!result[VOTE_DONE] && !result[VOTE_NOT_DONE]) {
-            NBR_ERROR("engine: ranks finished in different rounds (round %d)", round);
-            rc = NBR_ERR_INTERNAL;
-            goto out;
-        }
-        if (result[VOTE_DONE]) {
-            if (carried != NBR_SUCCESS)
-                NBR_WARN("engine: the failure above came after the last vote and was retried");
-            goto out;
-        }
+    nbr_engine_run_t run;
+    int done = 0;
+    nbr_engine_begin(&run, comm, tag_base, context, step, max_rounds);
+    for (;;) {
+        int moved = nbr_engine_advance(&run, &done);
+        if (done)
+            return run.status;
+        if (!moved)
+            sched_yield(); /* ranks may share cores: let the peer run */
     }
-    NBR_ERROR("engine: builder did not finish in %d rounds", max_rounds);
-    rc = NBR_ERR_INTERNAL;
-out:
-    mailbox_release(&inbox);
-    mailbox_release(&outbox);
-    return rc;
 }

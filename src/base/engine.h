@@ -12,14 +12,18 @@
  *                         out with the NBX sparse exchange (Issend, then a
  *                         nonblocking barrier once all sends matched), so
  *                         receivers need not know who writes to them; the
- *                         barrier is an allreduce of each rank's status and
- *                         whether it is done, so a failure on any rank ends
- *                         the run on all with the same status (no rank is
- *                         left waiting);
+ *                         barrier is a reduce (base/reduce.h) of each rank's
+ *                         status and whether it is done, so a failure on any
+ *                         rank ends the run on all with the same status (no
+ *                         rank is left waiting); a run can also be advanced
+ *                         step by step (nbr_engine_begin / _advance) from
+ *                         inside an operation in flight;
  *   nbr_engine_run_local: N virtual ranks in one process, for unit tests and
  *                         the verifier. */
 #ifndef NBR_ENGINE_H
 #define NBR_ENGINE_H
+
+#include "base/reduce.h"
 
 #include <mpi.h>
 #include <stddef.h>
@@ -50,9 +54,40 @@ typedef int (*nbr_round_fn)(void *context, int round,
 int nbr_engine_run_local(int nranks, void **contexts, nbr_round_fn step,
                          int max_rounds);
 
-/* Runs step for this process on comm (collective): every rank returns the
- * same status. tag_base and tag_base+1 are used on comm; callers pass a
- * communicator private to the library. */
+/* Tags a run uses on its communicator: [tag_base, tag_base + 4). */
+#define NBR_ENGINE_TAGS 4
+
+/* A run of step on comm in progress (nbr_engine_begin .. _advance). */
+typedef struct nbr_engine_run {
+    MPI_Comm comm;
+    int tag_base;
+    void *context;
+    nbr_round_fn step;
+    int max_rounds;
+    int round;
+    int status;  /* the run's, once done */
+    int done;
+    int carried; /* a failure after the last vote, for the next round's */
+    nbr_mailbox_t inbox, outbox;
+    /* the round's exchange */
+    MPI_Request *sends;
+    int in_barrier;
+    int after_vote;
+    int64_t vote[3];
+    nbr_reduce_t barrier;
+} nbr_engine_run_t;
+
+/* Starts running step for this process on comm (collective: every rank
+ * runs it and every rank ends with the same status); callers pass a
+ * communicator private to the library and NBR_ENGINE_TAGS tags of it that
+ * nothing else in flight uses. */
+void nbr_engine_begin(nbr_engine_run_t *run, MPI_Comm comm, int tag_base, void *context,
+                      nbr_round_fn step, int max_rounds);
+/* Moves the run on without waiting; *done = 1 when it ended, its status in
+ * run->status (its memory is then released). Returns whether anything moved. */
+int nbr_engine_advance(nbr_engine_run_t *run, int *done);
+
+/* begin, then advance to the end: the run's status. */
 int nbr_engine_run_mpi(MPI_Comm comm, int tag_base, void *context,
                        nbr_round_fn step, int max_rounds);
 

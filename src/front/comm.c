@@ -525,7 +525,7 @@ int nbr_comm_provide(nbr_comm_t *state, unsigned needs)
 
 int nbr_comm_engine_tags(nbr_comm_t *state)
 {
-    return NBR_TAG_ENGINE + 2 * (int)(state->engine_runs++ % 2);
+    return NBR_TAG_ENGINE + NBR_ENGINE_TAGS * (int)(state->engine_runs++ % 2);
 }
 
 int nbr_comm_next_tag_base(nbr_comm_t *state, int persistent)

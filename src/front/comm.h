@@ -152,8 +152,9 @@ typedef struct nbr_comm {
     void (*free_spare)(struct nbr_request *spare);
 } nbr_comm_t;
 
-/* Tags: the engine uses [0, 4) (a run two tags, consecutive runs on a
- * communicator alternating between two pairs: see nbr_comm_engine_tags);
+/* Tags: set-up's engine runs use [0, 8) (a run NBR_ENGINE_TAGS, consecutive
+ * runs on a communicator alternating between two sets: see
+ * nbr_comm_engine_tags);
  * each collective call takes a window of
  * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number: the
  * data plan's tags, an allgatherv's size round's, and one for the call's
