@@ -110,6 +110,15 @@ static int bench_size(bench_t *b, uint64_t bytes)
     MPI_Allreduce(MPI_IN_PLACE, &recv_max, 1, MPI_UINT64_T, MPI_MAX,
                   MPI_COMM_WORLD);
     bh_fill_send(&L, b->t);
+    /* a new block size on the same communicators: each nbrcoll one decides
+     * afresh at its first call of it, as a program with one size per
+     * communicator sees (nbr_comm_retune) */
+    for (int a = 0; a < o->algs.n; a++) {
+        int rc = b->algs[a].is_mpi || b->algs[a].is_copy ? NBR_SUCCESS
+                                                         : nbr_comm_retune(b->algs[a].comm);
+        if (rc != NBR_SUCCESS)
+            bh_die_nbr(rc, "nbr_comm_retune");
+    }
     if (L.has.ref)
         bh_compute_reference(&b->mpi, &L);
     for (int a = 0; a < o->algs.n && ok; a++)

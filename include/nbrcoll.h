@@ -208,6 +208,14 @@ NBR_API int nbr_dist_graph_create(MPI_Comm comm_old, int n,
  * nbr_ call does it lazily with configuration from the environment. */
 NBR_API int nbr_comm_attach(MPI_Comm comm, MPI_Info info);
 
+/* For code that creates communicators for others (the drop-in does, at
+ * every creation of one with a process topology): collective over comm.
+ * Sets nbrcoll up on comm as nbr_comm_attach does, unless off (this
+ * rank's: leave comm to MPI), where *taken = 0 and nothing is set up.
+ * Every rank must pass the same off: where they differ, every rank gets
+ * NBR_ERR_INFO, the log naming the ranks that differ from rank 0. */
+NBR_API int nbr_comm_adopt(MPI_Comm comm, MPI_Info info, int off, int *taken);
+
 /* ------------------------------------------------------- algorithms */
 
 /* Comma-separated list of algorithm names accepted by nbr_algorithm /
@@ -229,6 +237,14 @@ NBR_API int nbr_comm_algorithm(MPI_Comm comm, const char **name);
  * The same on every rank after the same calls, so a benchmark can warm up
  * until it reads 0 and then time auto's settled choice. */
 NBR_API int nbr_comm_trial_pending(MPI_Comm comm, int *pending);
+
+/* Tells automatic selection that comm's calls change from here on (a new
+ * phase of the program: other block sizes, other counts): the next call of
+ * each collective decides afresh, with a new trial, instead of at its next
+ * scheduled decision point (README, "How auto decides"). Every rank calls
+ * it between the same two neighborhood collectives on comm; it
+ * communicates nothing. */
+NBR_API int nbr_comm_retune(MPI_Comm comm);
 
 /* --------------------------------------------------------- blocking */
 

@@ -24,13 +24,16 @@ int nbr_add_self_copies(const nbr_plan_input_t *in, nbr_plan_t *plan)
         }
         const nbr_slot_t *src = &layout->send[nbr_send_slot_of(layout, next_out++)];
         const nbr_slot_t *dst = &layout->recv[i];
-        if (src->bytes != dst->bytes) {
-            NBR_ERROR("self-loop: %zu bytes sent, %zu expected", src->bytes, dst->bytes);
-            return NBR_ERR_TYPE_MISMATCH;
-        }
-        if (dst->bytes > 0)
+        /* one edge's rule (a shorter block fills the slot's front); a
+         * longer one is this rank's error, its peers still get theirs */
+        if (src->bytes > dst->bytes) {
+            NBR_ERROR("self-loop: %zu bytes sent, %zu expected: send and receive signatures "
+                      "differ", src->bytes, dst->bytes);
+            plan->local_status = NBR_ERR_TYPE_MISMATCH;
+        } else if (src->bytes > 0) {
             rc = nbr_plan_add_copy(plan, NBR_BUF_RECV, dst->offset, NBR_BUF_SEND,
-                                   src->offset, dst->bytes);
+                                   src->offset, src->bytes);
+        }
     }
     while (next_out < in->outdegree && in->destinations[next_out] != in->rank)
         next_out++;

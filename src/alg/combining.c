@@ -407,9 +407,15 @@ static int deliver(const nbr_plan_input_t *in, const nbr_in_index_t *slots, nbr_
 {
     int rc = NBR_SUCCESS, count = 0;
     int first = nbr_in_index_find(slots, src, &count);
-    for (int c = first; c < first + count && rc == NBR_SUCCESS; c++)
-        rc = nbr_plan_add_copy(plan, NBR_BUF_RECV, in->layout->recv[slots->order[c]].offset,
-                               NBR_BUF_SCRATCH, at, m);
+    for (int c = first; c < first + count && rc == NBR_SUCCESS; c++) {
+        /* a block longer than its slot is a signature mismatch the request
+         * reports (a shorter one fills the slot's front, as MPI does); the
+         * plan still runs to its end and writes nothing past the slot */
+        const nbr_slot_t *slot = &in->layout->recv[slots->order[c]];
+        size_t bytes = slot->bytes < m ? slot->bytes : m;
+        if (bytes > 0)
+            rc = nbr_plan_add_copy(plan, NBR_BUF_RECV, slot->offset, NBR_BUF_SCRATCH, at, bytes);
+    }
     return rc;
 }
 

@@ -26,6 +26,7 @@ static const nbr_algorithm_t *const table[] = {
 };
 
 enum { NUM_ALGORITHMS = sizeof table / sizeof table[0] };
+_Static_assert(NUM_ALGORITHMS <= NBR_MAX_ALGORITHMS, "NBR_MAX_ALGORITHMS is too small");
 
 int nbr_algorithm_count(void)
 {

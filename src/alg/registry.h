@@ -165,6 +165,9 @@ static inline int nbr_algorithm_needs_call_facts(const nbr_algorithm_t *algorith
            (algorithm->collectives & NBR_COLL_BIT(layout->coll)) != 0;
 }
 
+/* The registry holds at most this many rows (a bound for fixed arrays). */
+#define NBR_MAX_ALGORITHMS 8
+
 int nbr_algorithm_count(void);
 const nbr_algorithm_t *nbr_algorithm_at(int index);
 int nbr_algorithm_index(const nbr_algorithm_t *algorithm);

@@ -26,7 +26,7 @@ typedef enum nbr_reduce_op {
 } nbr_reduce_op_t;
 
 /* Up to this many values need no scratch of the caller's. */
-#define NBR_REDUCE_SMALL 4
+#define NBR_REDUCE_SMALL 8
 
 typedef struct nbr_reduce {
     MPI_Comm comm;

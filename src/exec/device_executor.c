@@ -120,6 +120,16 @@ static void record(nbr_dev_exec_t *exec, int rc)
 {
     if (exec->core.status == NBR_SUCCESS || rc == NBR_ERR_TYPE_MISMATCH)
         exec->core.status = rc == NBR_SUCCESS ? exec->core.status : rc;
+    exec->core.spoilt |= rc != NBR_SUCCESS;
+}
+
+/* A receive's own error: the run's status, but a mismatch of the user's
+ * own block leaves what this rank sends on right (executor.h). */
+static void record_receive(nbr_dev_exec_t *exec, const nbr_op_t *op, int rc)
+{
+    int was_spoilt = exec->core.spoilt;
+    record(exec, rc);
+    exec->core.spoilt = was_spoilt || nbr_executor_receive_spoils(&exec->core, op, rc);
 }
 
 static const nbr_op_t *op_of(const nbr_dev_exec_t *exec, const nbr_dev_item_t *item)
@@ -532,7 +542,7 @@ static void post_phase(nbr_dev_exec_t *exec)
 {
     /* a phase's sends never read what its own receives write: an error
      * in this phase spoils the next ones' sends, not its own */
-    exec->poison_sends = exec->core.status != NBR_SUCCESS;
+    exec->poison_sends = exec->core.spoilt;
     int first = exec->phase_first_item[exec->phase], last = exec->phase_first_item[exec->phase + 1];
     exec->send_cursor = first;
     for (int i = first; i < last; i++) {
@@ -669,12 +679,13 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
         drop_descriptor(exec, index, desc);
         return;
     }
-    if (desc->bytes != item->bytes) {
-        nbr_message_mismatch(op->peer, (size_t)desc->bytes, item->bytes);
-        record(exec, NBR_ERR_TYPE_MISMATCH);
+    if (desc->bytes > item->bytes) {
+        record_receive(exec, op,
+                       nbr_message_mismatch(op->peer, (size_t)desc->bytes, item->bytes));
         drop_descriptor(exec, index, desc);
         return;
     }
+    /* a shorter block fills the slot's front, as MPI does: desc->bytes below */
     if (desc->bytes == 0) {
         release_descriptor(desc, item->seq);
         item->state = S_DONE;
@@ -703,9 +714,9 @@ static void take_descriptor(nbr_dev_exec_t *exec, int index, nbr_desc_t *desc)
         return;
     }
     item->desc = desc;
-    exec->bytes_ipc_pulled += item->bytes;
-    queue_copy(exec, index, item_addr(exec, item), (char *)base + desc->offset, item->bytes,
-               S_COPY_THEN_ACK);
+    exec->bytes_ipc_pulled += desc->bytes;
+    queue_copy(exec, index, item_addr(exec, item), (char *)base + desc->offset,
+               (size_t)desc->bytes, S_COPY_THEN_ACK);
 }
 
 /* A receive still looking for its message (or, draining, for the rest of it). */
@@ -764,20 +775,29 @@ static int take_probed(nbr_dev_exec_t *exec, int index)
         if (rc == NBR_SUCCESS) /* where the bytes fit, they may as well land in place */
             rc = discard(exec, &message, op->peer, tag, got,
                          got <= item->bytes && !exec->poisoned ? mpi_addr(exec, item) : NULL);
-        /* GPU-aware MPI: messages are whole; otherwise a short chunk is the last */
-        if (rc != NBR_SUCCESS || exec->ctx->gpu_aware || got < exec->ctx->chunk_bytes) {
-            /* poison in place of the whole message: nothing where bytes
-             * were due, a byte where none were (an empty later chunk is a
-             * message that ends early: a mismatch) */
-            int poison = probing && item->offset == 0 &&
-                         ((got == 0 && op->bytes > 0) || (op->bytes == 0 && got == 1));
+        /* poison in place of the whole message: one byte more than was
+         * due (message.h), in one message whatever its length */
+        const int poison = probing && item->offset == 0 && got == op->bytes + 1;
+        /* GPU-aware MPI: messages are whole; otherwise a chunk of another
+         * length than a full one is the last */
+        if (rc != NBR_SUCCESS || poison || exec->ctx->gpu_aware ||
+            got != exec->ctx->chunk_bytes) {
+            int shorter = 0;
             if (rc != NBR_SUCCESS)
                 record(exec, rc);
             else if (poison)
                 record(exec, nbr_message_poisoned(op->peer, op->bytes));
-            else if (!exec->poisoned || item->sender_bytes != op->bytes)
-                record(exec, nbr_message_mismatch(op->peer, item->sender_bytes, op->bytes));
+            else if (!exec->poisoned || item->sender_bytes != op->bytes) {
+                int mismatch = nbr_message_mismatch(op->peer, item->sender_bytes, op->bytes);
+                shorter = mismatch == NBR_SUCCESS;
+                record_receive(exec, op, mismatch);
+            }
             end_op(exec, index);
+            /* a shorter block fills the slot's front, as MPI does: its last
+             * piece landed in staging, from where it goes to the slot */
+            if (shorter && item->staged && got > 0 && !exec->poisoned)
+                queue_copy(exec, index, item_addr(exec, item), mpi_addr(exec, item), got,
+                           S_COPY);
         }
     }
     return moved;
@@ -829,10 +849,15 @@ static int progress_phase(nbr_dev_exec_t *exec)
                 record(exec, nbr_message_check(item->kind == ITEM_RECV, &status, mrc,
                                                op_of(exec, item)->peer, item->bytes,
                                                "MPI_Test"));
-                if (item->kind == ITEM_RECV && item->staged && mrc == MPI_SUCCESS &&
-                    item->bytes > 0) {
-                    exec->bytes_staged += item->bytes;
-                    queue_copy(exec, i, item_addr(exec, item), mpi_addr(exec, item), item->bytes,
+                /* a receive announced shorter than its slot (a channel's
+                 * MPI descriptor) copies what came */
+                size_t got = item->bytes;
+                if (item->kind == ITEM_RECV && item->staged && mrc == MPI_SUCCESS)
+                    record(exec, nbr_message_probed(&status, &got));
+                if (item->kind == ITEM_RECV && item->staged && mrc == MPI_SUCCESS && got > 0 &&
+                    got <= item->bytes) {
+                    exec->bytes_staged += got;
+                    queue_copy(exec, i, item_addr(exec, item), mpi_addr(exec, item), got,
                                S_COPY);
                 } else {
                     item->state = S_DONE;

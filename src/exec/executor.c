@@ -6,6 +6,7 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 int nbr_exec_domain_init(nbr_exec_domain_t *domain, MPI_Comm comm, int comm_id,
                          const nbr_exec_options_t *options, const nbr_locality_t *locality)
@@ -17,11 +18,17 @@ int nbr_exec_domain_init(nbr_exec_domain_t *domain, MPI_Comm comm, int comm_id,
     int rc = nbr_device_ctx_create(comm, comm_id, options, locality, &domain->device);
     if (rc == NBR_SUCCESS && domain->device)
         domain->kind = &nbr_device_executor;
+    if (rc == NBR_SUCCESS)
+        rc = nbr_progress_track(domain);
+    domain->tracked = rc == NBR_SUCCESS;
     return rc;
 }
 
 void nbr_exec_domain_free(nbr_exec_domain_t *domain)
 {
+    if (domain->tracked)
+        nbr_progress_untrack(domain);
+    domain->tracked = 0;
     nbr_device_ctx_free(domain->device);
     domain->device = NULL;
 }
@@ -87,6 +94,7 @@ static void leave_in_flight(nbr_executor_t *exec)
     for (nbr_executor_t **p = &exec->domain->in_flight; *p; p = &(*p)->next_in_flight)
         if (*p == exec) {
             *p = exec->next_in_flight;
+            nbr_progress_counted(-1);
             break;
         }
     exec->next_in_flight = NULL;
@@ -127,9 +135,9 @@ static void guard_begin(nbr_executor_t *exec)
 {
     exec->guarding = 1;
     exec->guard_failed = 0;
-    exec->guard_value = exec->guard_holds;
-    nbr_reduce_begin(&exec->guard, exec->domain->comm, exec->guard_tag, &exec->guard_value, 1, NULL,
-                     NBR_REDUCE_MIN, NULL);
+    memcpy(exec->guard_values, exec->guard_mine, sizeof exec->guard_values);
+    nbr_reduce_begin(&exec->guard, exec->domain->comm, exec->guard_tag, exec->guard_values,
+                     exec->guard_count, NULL, NBR_REDUCE_MIN, NULL);
 }
 
 static int guard_advance(nbr_executor_t *exec)
@@ -140,7 +148,7 @@ static int guard_advance(nbr_executor_t *exec)
         /* a value lost on this rank: take the fallback too (its peers that
          * learned of a failing rank take it; one that learned nothing may
          * not: the fallback's messages then find no partner, and it waits) */
-        exec->guard_failed = exec->guard_value == 0 || exec->guard.status != NBR_SUCCESS;
+        exec->guard_failed = exec->guard_values[0] == 0 || exec->guard.status != NBR_SUCCESS;
     }
     return moved || done;
 }
@@ -156,6 +164,8 @@ static void plan_ended(nbr_executor_t *exec)
             nbr_executor_start(exec->fallback);
         return;
     }
+    if (exec->plan)
+        nbr_executor_record(exec, exec->plan->local_status);
     if (exec->finish)
         nbr_executor_record(exec, exec->finish(exec->finish_arg));
     if (exec->agree_tag >= 0)
@@ -191,11 +201,12 @@ static int advance(nbr_executor_t *exec, int blocking)
 
 int nbr_exec_progress(nbr_exec_domain_t *domain)
 {
-    int moved = 0;
+    int moved = 0, was = nbr_progress_enter();
     for (nbr_executor_t *e = domain->in_flight, *next; e; e = next) {
         next = e->next_in_flight;
         moved |= advance(e, 0);
     }
+    nbr_progress_leave(was);
     return moved;
 }
 
@@ -204,6 +215,7 @@ static void join_in_flight(nbr_executor_t *exec)
     exec->active = 1;
     exec->next_in_flight = exec->domain->in_flight;
     exec->domain->in_flight = exec;
+    nbr_progress_counted(1);
 }
 
 int nbr_executor_start(nbr_executor_t *exec)
@@ -211,11 +223,37 @@ int nbr_executor_start(nbr_executor_t *exec)
     return nbr_executor_start_failed(exec, NBR_SUCCESS);
 }
 
+static int start(nbr_executor_t *exec, int status);
+
+/* Starting posts messages and tests them (MPI_Test runs MPI's progress,
+ * and with it the hook, which must not step this half-started run). */
 int nbr_executor_start_failed(nbr_executor_t *exec, int status)
+{
+    int was = nbr_progress_enter();
+    int rc = start(exec, status);
+    nbr_progress_leave(was);
+    return rc;
+}
+
+int nbr_executor_receive_spoils(const nbr_executor_t *exec, const nbr_op_t *op, int rc)
+{
+    if (rc == NBR_SUCCESS)
+        return 0;
+    if (rc != NBR_ERR_TYPE_MISMATCH || op->buf != NBR_BUF_RECV)
+        return 1;
+    const nbr_plan_t *plan = exec->plan;
+    for (int i = 0; i < plan->num_ops; i++)
+        if (plan->ops[i].kind == NBR_OP_SEND && plan->ops[i].buf == NBR_BUF_RECV)
+            return 1;
+    return 0;
+}
+
+static int start(nbr_executor_t *exec, int status)
 {
     if (exec->active || !exec->plan)
         return NBR_ERR_REQUEST;
     exec->status = exec->bind_status != NBR_SUCCESS ? exec->bind_status : status;
+    exec->spoilt = exec->status != NBR_SUCCESS;
     exec->agreeing = exec->plan_done = 0;
     join_in_flight(exec);
     if (exec->guard_tag >= 0)
@@ -296,10 +334,12 @@ int nbr_executor_create_agreement(nbr_exec_domain_t *domain, nbr_executor_t **ex
     return rc;
 }
 
-void nbr_executor_guard(nbr_executor_t *exec, int guard_tag, int holds, nbr_executor_t *fallback)
+void nbr_executor_guard(nbr_executor_t *exec, int guard_tag, const int64_t *values, int count,
+                        nbr_executor_t *fallback)
 {
     exec->guard_tag = guard_tag; /* one rank too: it may not hold it itself */
-    exec->guard_holds = holds != 0;
+    exec->guard_count = count < NBR_GUARD_VALUES ? count : NBR_GUARD_VALUES;
+    memcpy(exec->guard_mine, values, (size_t)exec->guard_count * sizeof(int64_t));
     exec->fallback = fallback;
     exec->guard_failed = 0;
 }
@@ -338,7 +378,7 @@ int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status)
 int nbr_executor_test(nbr_executor_t *exec, int *done)
 {
     if (exec->active)
-        nbr_exec_progress(exec->domain);
+        nbr_progress_all();
     *done = !exec->active;
     return *done ? exec->status : NBR_SUCCESS;
 }
@@ -346,9 +386,13 @@ int nbr_executor_test(nbr_executor_t *exec, int *done)
 int nbr_executor_wait(nbr_executor_t *exec)
 {
     while (exec->active) {
-        int alone = exec->domain->in_flight == exec && !exec->next_in_flight;
-        /* alone, it may block inside MPI: nothing else needs to move */
-        int moved = alone ? advance(exec, 1) : nbr_exec_progress(exec->domain);
+        /* alone in the process, it may block inside MPI: nothing else
+         * needs to move */
+        int alone = exec->domain->in_flight == exec && !exec->next_in_flight &&
+                    nbr_progress_alone();
+        int was = nbr_progress_enter();
+        int moved = alone ? advance(exec, 1) : nbr_progress_all();
+        nbr_progress_leave(was);
         if (!moved)
             sched_yield(); /* ranks may share cores: let the peer run */
     }

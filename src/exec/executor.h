@@ -40,6 +40,8 @@
 #include <nbrcoll.h>
 
 typedef struct nbr_executor nbr_executor_t;
+
+#define NBR_GUARD_VALUES 8
 typedef struct nbr_exec_domain nbr_exec_domain_t;
 struct nbr_device_ctx;
 
@@ -94,6 +96,10 @@ struct nbr_executor {
     int active; /* started, not finished */
     int plan_done; /* the run's plan has ended (its guard or agreement may not) */
     int status; /* first error of the current run */
+    /* What this rank sends from here on may be wrong (any error but a
+     * mismatch confined to the user's own block): later sends carry
+     * poison. */
+    int spoilt;
     /* A binding failure that still leaves the plan runnable (set by the
      * kind's bind): every run starts failed with it and runs as poison,
      * so that no peer waits for this rank. Persistent bindings return it. */
@@ -108,11 +114,12 @@ struct nbr_executor {
     int64_t agree_value;
     nbr_reduce_t agreement;
     int guard_tag;      /* >= 0: the run's plan runs beside a guard on this tag */
-    int guard_holds;    /* this rank's part of the guard: 1 holds, 0 does not */
     int guarding;       /* the guard is under way */
     int guard_failed;   /* the last run's guard found a rank that did not hold
                          * it: its bytes are void, the fallback ran instead */
-    int64_t guard_value;
+    int guard_count;
+    int64_t guard_mine[NBR_GUARD_VALUES]; /* [0]: this rank holds it (1) or not (0) */
+    int64_t guard_values[NBR_GUARD_VALUES]; /* after the run: the least of every rank's */
     nbr_reduce_t guard;
     nbr_executor_t *fallback; /* started when the guard fails (not owned) */
     nbr_executor_t *next_in_flight;
@@ -126,6 +133,7 @@ struct nbr_exec_domain {
     MPI_Comm comm;                 /* nbrcoll's private duplicate */
     struct nbr_device_ctx *device; /* the device executor's; NULL otherwise */
     int rank, nranks;              /* in comm */
+    int tracked;                   /* on progress.c's list */
 };
 
 /* Collective over comm: turns the device layer on when a backend is in
@@ -162,11 +170,14 @@ int nbr_executor_agree(nbr_executor_t *exec, int agree_tag, int status);
 int nbr_executor_agree_after(nbr_executor_t *exec, int agree_tag,
                              int (*watch)(void *arg, int *done), void *arg);
 /* The runs of exec's binding run beside a guard on guard_tag (one no plan
- * op and no other call in flight uses), this rank holding the guarded fact
- * or not (holds); where any rank does not, fallback (bound, idle) is
- * started in the run's place and exec->guard_failed set. A new binding
- * clears it. */
-void nbr_executor_guard(nbr_executor_t *exec, int guard_tag, int holds, nbr_executor_t *fallback);
+ * op and no other call in flight uses): a MIN over every rank of count
+ * values (at most NBR_GUARD_VALUES), values[0] this rank holding the
+ * guarded fact (1) or not (0), the others whatever the binder wants
+ * learnt alongside (in exec->guard_values after the run); where any rank
+ * does not hold it, fallback (bound, idle) is started in the run's place
+ * and exec->guard_failed set. A new binding clears it. */
+void nbr_executor_guard(nbr_executor_t *exec, int guard_tag, const int64_t *values, int count,
+                        nbr_executor_t *fallback);
 /* Sets exec's finish step (see struct nbr_executor) for the runs of its
  * binding; a new binding clears it. */
 void nbr_executor_on_finish(nbr_executor_t *exec, int (*finish)(void *arg), void *arg);
@@ -186,12 +197,44 @@ void nbr_executor_destroy(nbr_executor_t *exec);
  * anything moved. */
 int nbr_exec_progress(nbr_exec_domain_t *domain);
 
+/* Progress inside MPI's own engine (progress.c): every domain is tracked
+ * from its init to its free, and where the MPI library offers a hook
+ * (Open MPI's opal_progress) every blocking MPI call moves them all. */
+int nbr_progress_track(nbr_exec_domain_t *domain);
+void nbr_progress_untrack(nbr_exec_domain_t *domain);
+/* One pass over every domain's operations in flight: what a rank that
+ * waits does, since a peer may wait for its part in any communicator's
+ * (MPI lets ranks complete operations in any order). */
+int nbr_progress_all(void);
+/* Whether MPI's progress moves nbrcoll's operations in this process. */
+int nbr_progress_hooked(void);
+/* Benchmarks only (bench/nbr_progress_bench.c): takes the hook out of
+ * MPI's engine (on = 0) or puts it back; returns whether it is in. */
+int nbr_progress_hook_switch(int on);
+/* Executors joining (+1) and leaving (-1) some domain's in-flight list. */
+void nbr_progress_counted(int delta);
+/* Whether at most one executor of the whole process is in flight (one that
+ * waits may then block inside MPI: nothing else needs to move). */
+int nbr_progress_alone(void);
+/* While this thread moves operations (enter returns the previous state for
+ * leave), the hook leaves them alone: MPI_Test inside a step runs MPI's
+ * progress, and the hook would step the same lists again. */
+int nbr_progress_enter(void);
+void nbr_progress_leave(int was);
+
 /* For kinds: records a run's first error. */
 static inline void nbr_executor_record(nbr_executor_t *exec, int rc)
 {
     if (exec->status == NBR_SUCCESS)
         exec->status = rc;
+    exec->spoilt |= rc != NBR_SUCCESS;
 }
+
+/* Whether status rc of receive op spoils what this rank sends on: not a
+ * signature mismatch of a block the plan delivers into the user's receive
+ * buffer when no send of the plan reads that buffer (MPI's truncation is
+ * the receiver's error alone; relays of other ranks' blocks stay right). */
+int nbr_executor_receive_spoils(const nbr_executor_t *exec, const nbr_op_t *op, int rc);
 
 extern const nbr_executor_kind_t nbr_mpi_executor;
 extern const nbr_executor_kind_t nbr_device_executor;

@@ -31,25 +31,26 @@ int nbr_message_imrecv(void *buf, size_t bytes, MPI_Message *message, MPI_Reques
 int nbr_message_probed(const MPI_Status *status, size_t *bytes);
 
 /* After a failure a rank sends poison in place of each message it still
- * owes in the run: a length no receive of that message takes as data
- * (nothing where bytes are expected, one byte where none are). The
- * receiver learns of the failure (NBR_ERR_PEER, and poisons what it owes in
- * turn), and no rank waits for a message that will not come. A post that
- * fails is tried once more. */
+ * owes in the run: one byte longer than the message, which no receive of
+ * it takes as data (a block shorter than its receive is data: MPI fills
+ * the receive's front). The receiver learns of the failure (an error,
+ * and it poisons what it owes in turn), and no rank waits for a message
+ * that will not come. A post that fails is tried once more. */
 int nbr_message_poison(size_t bytes, int peer, int tag, MPI_Comm comm, MPI_Request *request);
 
 /* Logs that peer sent poison in place of a message of `expected` bytes;
  * returns NBR_ERR_PEER. */
 int nbr_message_poisoned(int peer, size_t expected);
 
-/* Logs that the message from peer has `got` bytes where `expected` were
- * planned; returns NBR_ERR_TYPE_MISMATCH, or NBR_ERR_PEER for poison. */
+/* A probed message from peer of `got` bytes where `expected` were planned:
+ * NBR_SUCCESS when it fits (a short block), NBR_ERR_PEER for poison, else
+ * NBR_ERR_TYPE_MISMATCH; logged. */
 int nbr_message_mismatch(int peer, size_t got, size_t expected);
 
-/* A finished send or receive (is_receive) of `expected` bytes with peer:
- * err is the request's MPI code. NBR_SUCCESS, NBR_ERR_TYPE_MISMATCH (a
- * truncated or short receive, logged), NBR_ERR_PEER (poison, logged) or
- * NBR_ERR_MPI (logged as `what`). */
+/* A finished send or receive of `expected` bytes with peer: err is the
+ * request's MPI code. NBR_SUCCESS (a receive may have taken fewer bytes:
+ * a short block), NBR_ERR_TYPE_MISMATCH (truncated: a longer block or
+ * poison, logged) or NBR_ERR_MPI (logged as `what`). */
 int nbr_message_check(int is_receive, const MPI_Status *status, int err, int peer,
                       size_t expected, const char *what);
 

@@ -135,7 +135,7 @@ static void record(nbr_mpi_exec_t *exec, int rc)
 
 static int failed(const nbr_mpi_exec_t *exec)
 {
-    return exec->core.status != NBR_SUCCESS;
+    return exec->core.spoilt;
 }
 
 /* Posts message op into *request as a one-off operation. After an error in
@@ -241,7 +241,7 @@ static void wait_pending(MPI_Request *requests, MPI_Status *statuses, int count)
  * each request's code in its status): a receive that got a different byte
  * count than the plan expects means the two ranks disagree on type
  * signatures. */
-static int check_phase(nbr_mpi_exec_t *exec, int p, int mpi_rc)
+static int check_phase(nbr_mpi_exec_t *exec, int p, int mpi_rc, int *spoils)
 {
     const nbr_plan_t *plan = exec->core.plan;
     const nbr_phase_t *phase = &plan->phases[p];
@@ -260,6 +260,8 @@ static int check_phase(nbr_mpi_exec_t *exec, int p, int mpi_rc)
         /* a signature mismatch says more than a generic MPI failure */
         if (rc == NBR_SUCCESS || op_rc == NBR_ERR_TYPE_MISMATCH)
             rc = op_rc == NBR_SUCCESS ? rc : op_rc;
+        *spoils |= receive ? nbr_executor_receive_spoils(&exec->core, op, op_rc)
+                           : op_rc != NBR_SUCCESS;
     }
     return rc;
 }
@@ -305,7 +307,8 @@ static int finish_phase(nbr_mpi_exec_t *exec, int blocking, int *finished)
     exec->retried = 0;
     if (mpi_rc == MPI_ERR_IN_STATUS)
         wait_pending(requests, exec->statuses, count);
-    int phase_rc = check_phase(exec, p, mpi_rc);
+    int spoils = 0;
+    int phase_rc = check_phase(exec, p, mpi_rc, &spoils);
     if (phase_rc != NBR_SUCCESS && exec->persistent) {
         /* After an error MPI may have released a handle or left it unusable;
          * drop the phase's handles so the next start re-creates them. */
@@ -313,7 +316,9 @@ static int finish_phase(nbr_mpi_exec_t *exec, int blocking, int *finished)
         for (int r = first; r < first + count; r++)
             free_persistent(exec, r);
     }
+    int was_spoilt = exec->core.spoilt;
     record(exec, phase_rc);
+    exec->core.spoilt = was_spoilt || spoils; /* a mismatch of the user's own block spoils nothing */
     exec->phase++;
     if (exec->phase < exec->core.plan->num_phases)
         post_phase(exec, exec->phase);

@@ -41,7 +41,9 @@ static int is_weight_sentinel(const int *weights)
 }
 
 
-/* After MPI made the communicator: set nbrcoll up on it, or undo it. */
+/* After MPI made the communicator: set nbrcoll up on it, or undo it.
+ * The communicators nbrcoll makes come from the PMPI_ names: with the
+ * drop-in loaded, the MPI_ ones would set them up as well. */
 static int finish_create(MPI_Info info, MPI_Comm *comm_dist_graph)
 {
     nbr_comm_t *state = NULL;
@@ -73,7 +75,7 @@ int nbr_dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
     if (local == NBR_SUCCESS)
         local = nbr_config_check(info);
     NBR_CHECK(nbr_agree(comm_old, local));
-    NBR_MPI_CHECK(MPI_Dist_graph_create_adjacent(
+    NBR_MPI_CHECK(PMPI_Dist_graph_create_adjacent(
         comm_old, indegree, nonnull(sources),
         is_weight_sentinel(sourceweights) ? sourceweights : nonnull(sourceweights),
         outdegree, nonnull(destinations),
@@ -154,11 +156,11 @@ int nbr_dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
     int weighted = weights != MPI_UNWEIGHTED, any_weighted = 0;
     NBR_MPI_CHECK(MPI_Allreduce(&weighted, &any_weighted, 1, MPI_INT, MPI_MAX, comm_old));
     /* Discovery traffic runs on a private duplicate, never on the user's comm. */
-    NBR_MPI_CHECK(MPI_Comm_dup(comm_old, &private_comm));
+    NBR_MPI_CHECK(PMPI_Comm_dup(comm_old, &private_comm));
     NBR_MPI_CHECK(MPI_Comm_set_errhandler(private_comm, MPI_ERRORS_RETURN));
     NBR_CHECK(nbr_engine_run_mpi(private_comm, NBR_TAG_ENGINE, &discover,
                                  nbr_discover_step, 4));
-    NBR_MPI_CHECK(MPI_Dist_graph_create_adjacent(
+    NBR_MPI_CHECK(PMPI_Dist_graph_create_adjacent(
         comm_old, discover.indegree, discover.sources,
         any_weighted ? discover.sourceweights : MPI_UNWEIGHTED, discover.outdegree,
         discover.destinations, any_weighted ? discover.destweights : MPI_UNWEIGHTED,
@@ -177,6 +179,39 @@ int nbr_comm_attach(MPI_Comm comm, MPI_Info info)
 {
     nbr_comm_t *state = NULL;
     return nbr_comm_get(comm, info, &state);
+}
+
+int nbr_comm_adopt(MPI_Comm comm, MPI_Info info, int off, int *taken)
+{
+    int rc = nbr_check_comm(comm);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    if (!taken)
+        return NBR_ERR_ARG;
+    *taken = 0;
+    int mine[2] = {off != 0, -(off != 0)}, least[2];
+    NBR_MPI_CHECK(MPI_Allreduce(mine, least, 2, MPI_INT, MPI_MIN, comm));
+    if (least[0] != -least[1]) {
+        /* each rank that differs from rank 0 names itself */
+        int rank = 0, off0 = off != 0;
+        MPI_Comm_rank(comm, &rank);
+        NBR_MPI_CHECK(MPI_Bcast(&off0, 1, MPI_INT, 0, comm));
+        if (rank == 0)
+            NBR_ERROR("NBR_DISABLE / nbr_disable differs between ranks: rank 0 has nbrcoll %s, "
+                      "the ranks that log below do not: it must be the same on every rank",
+                      off0 ? "off" : "on");
+        else if ((off != 0) != off0)
+            NBR_ERROR("NBR_DISABLE / nbr_disable has nbrcoll %s on this rank, %s on rank 0",
+                      off ? "off" : "on", off0 ? "off" : "on");
+        return NBR_ERR_INFO;
+    }
+    if (off)
+        return NBR_SUCCESS;
+    nbr_comm_t *state = NULL;
+    rc = nbr_comm_get(comm, info, &state);
+    *taken = rc == NBR_SUCCESS;
+out:
+    return rc;
 }
 
 int nbr_comm_algorithm(MPI_Comm comm, const char **name)
@@ -207,6 +242,20 @@ int nbr_comm_trial_pending(MPI_Comm comm, int *pending)
     if (rc == NBR_SUCCESS)
         *pending = trial_under_way(state);
     return rc;
+}
+
+int nbr_comm_retune(MPI_Comm comm)
+{
+    nbr_comm_t *state = NULL;
+    int rc = nbr_comm_get(comm, MPI_INFO_NULL, &state);
+    if (rc != NBR_SUCCESS)
+        return rc;
+    for (int k = 0; k < NBR_NUM_CALL_KINDS; k++)
+        for (int form = 0; form < 2; form++) {
+            nbr_stream_t *stream = &state->streams[k][form];
+            stream->redecide_from = stream->calls + 1;
+        }
+    return NBR_SUCCESS;
 }
 
 int nbr_comm_locality(MPI_Comm comm, int *num_nodes, int *my_node, int *my_socket)
@@ -296,6 +345,7 @@ static int run_blocking(const nbr_call_t *call)
     int rc = nbr_comm_get(call->comm, MPI_INFO_NULL, &state);
     if (rc != NBR_SUCCESS)
         return rc;
+    nbr_comm_drain(state); /* the earlier nonblocking calls launch first */
     /* While auto has a trial under way this call may be one of its timed
      * ones: then it starts together on every rank (a barrier on nbrcoll's
      * own communicator, which the program's traffic does not touch), so

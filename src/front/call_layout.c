@@ -366,28 +366,10 @@ static int build_layout(const nbr_call_t *call, const nbr_comm_t *state, nbr_req
     int rc = NBR_SUCCESS;
     side_t send, recv;
     call_sides(call, state, &send, &recv);
-    /* allgather, alltoall: sizes are uniform, so a mismatch is visible
-     * locally. MPI would find it at the receive, on this rank alone: the
-     * call still runs (the other ranks get their blocks, relays included),
-     * with this rank's blocks received into scratch, and ends in the error. */
-    size_t send_block = (size_t)call->sendcount * (size_t)req->send.type_size;
-    if (nbr_call_uniform(call->kind) &&
-        send_block != (size_t)call->recvcount * (size_t)req->recv.type_size) {
-        NBR_ERROR("%s: %d x %d send bytes but %d x %d receive bytes: send and receive "
-                  "signatures differ (this rank's blocks are dropped)",
-                  nbr_call_name(call->kind), call->sendcount, req->send.type_size,
-                  call->recvcount, req->recv.type_size);
-        /* _init agrees on its status: every rank reports it there, at once */
-        if (req->persistent || send_block > INT_MAX)
-            return NBR_ERR_TYPE_MISMATCH;
-        free(req->discard);
-        if (!(req->discard = malloc(send_block * (size_t)recv.num_slots + 1)))
-            return NBR_ERR_NOMEM;
-        req->recv = (nbr_typed_buffer_t){.user = req->discard, .type = MPI_BYTE, .dense = 1,
-                                         .type_size = 1, .extent = 1};
-        recv.count = recv.stride = (int)send_block;
-        req->sizes_differ = 1;
-    }
+    /* allgather, alltoall: MPI asks only each sender and its receiver to
+     * agree on a block's size, so a rank may well send blocks of one size
+     * and receive another's (a chain of ranks with growing blocks); a
+     * block that differs from its slot is found where it is received */
     NBR_CHECK(nbr_layout_reserve(layout, nbr_call_shape(call->kind), send.num_slots,
                                  recv.num_slots));
     NBR_CHECK(describe_slots(&req->send, layout->send, &send));

@@ -6,10 +6,12 @@
 #include "alg/select.h"
 #include "device/backend.h"
 #include "front/graph_check.h"
+#include "front/select.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -118,6 +120,11 @@ void nbr_comm_release(nbr_comm_t *state)
         return;
     if (state->spare_request)
         state->free_spare(state->spare_request);
+    nbr_executor_destroy(state->queue_runner);
+    if (state->deciding)
+        nbr_decide_free(state->deciding);
+    free(state->deciding);
+    free(state->decide_room);
     for (int i = 0; state->patterns && i < nbr_algorithm_count(); i++)
         nbr_algorithm_free_pattern(nbr_algorithm_at(i), state->patterns[i]);
     free(state->patterns);
@@ -340,6 +347,36 @@ static int agree_on_config(MPI_Comm comm, int local, const nbr_config_t *config)
     return NBR_ERR_INFO;
 }
 
+/* What every algorithm auto may price needs of the communicator (a
+ * whole-graph one only where it is offered). */
+static unsigned candidates_needs(const nbr_comm_t *state)
+{
+    unsigned needs = 0;
+    for (int i = 0; i < nbr_algorithm_count(); i++) {
+        const nbr_algorithm_t *a = nbr_algorithm_at(i);
+        if (!(a->needs & NBR_NEEDS_WHOLE_GRAPH) ||
+            state->nranks <= state->config.auto_whole_graph_ranks)
+            needs |= a->needs;
+    }
+    return needs;
+}
+
+/* The room of the communicator's one decision under way (front/select.h):
+ * for auto, the price reduce's values, its scratch and its ops. */
+static int decisions_room(nbr_comm_t *state)
+{
+    state->deciding = calloc(1, sizeof(nbr_deciding_t));
+    if (!state->deciding)
+        return NBR_ERR_NOMEM;
+    if (state->config.algorithm)
+        return NBR_SUCCESS; /* only the sizes reduce, which needs no room */
+    int nodes = state->locality.num_nodes > 0 ? state->locality.num_nodes : 1;
+    size_t values = (size_t)nbr_algorithm_count() * (1 + 2 * (size_t)nodes);
+    state->decide_room = malloc(3 * values * sizeof(int64_t) + values);
+    state->decide_room_values = values;
+    return state->decide_room ? NBR_SUCCESS : NBR_ERR_NOMEM;
+}
+
 /* Zeroed, its first lines (the shortcut's) on cache-line boundaries. */
 static nbr_comm_t *state_alloc(void)
 {
@@ -378,7 +415,7 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     state->config = config; /* owned by state from here */
     state->id = atomic_fetch_add(&next_comm_id, 1);
     state->topology = topology;
-    NBR_MPI_CHECK(MPI_Comm_dup(comm, &state->comm));
+    NBR_MPI_CHECK(PMPI_Comm_dup(comm, &state->comm));
     NBR_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN));
     NBR_MPI_CHECK(MPI_Comm_rank(comm, &state->rank));
     NBR_MPI_CHECK(MPI_Comm_size(comm, &state->nranks));
@@ -403,12 +440,14 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     state->tag_windows = ((flag ? *tag_ub : 32767) - NBR_TAG_FIRST_CALL) / NBR_TAGS_PER_CALL / 2;
     state->patterns = calloc((size_t)nbr_algorithm_count(), sizeof(void *));
     NBR_CHECK(nbr_agree(comm, graph != NBR_SUCCESS ? graph
-                              : state->patterns      ? NBR_SUCCESS
-                                                     : NBR_ERR_NOMEM));
-    if (config.algorithm) { /* its facts and pattern now; auto's when it prices */
+                              : !state->patterns     ? NBR_ERR_NOMEM
+                                                     : decisions_room(state)));
+    if (config.algorithm) { /* its facts and pattern now */
         const void *pattern = NULL;
         NBR_CHECK(nbr_comm_provide(state, config.algorithm->needs));
         NBR_CHECK(nbr_agree(comm, nbr_comm_pattern(state, config.algorithm, &pattern)));
+    } else { /* every candidate's facts now: a decision point prices without waiting for them */
+        NBR_CHECK(nbr_comm_provide(state, candidates_needs(state)));
     }
     NBR_MPI_CHECK(MPI_Comm_set_attr(comm, state_keyval, state));
     NBR_INFO("comm %d: %d ranks on %d nodes, node model %s (%d GPUs), algorithm %s, "
@@ -608,14 +647,16 @@ static int silent_step(void *context, int round, const nbr_mailbox_t *inbox,
     return NBR_SUCCESS;
 }
 
-int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                        const nbr_layout_t *layout, const nbr_value_index_t *values,
-                        void **facts, uint64_t *digest)
+void nbr_comm_facts_begin(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                          const nbr_layout_t *layout, const nbr_value_index_t *values,
+                          int tag_base, nbr_facts_run_t *run)
 {
-    *facts = NULL;
-    *digest = 0;
-    if (!nbr_algorithm_needs_call_facts(algorithm, layout))
-        return NBR_SUCCESS;
+    *run = (nbr_facts_run_t){.algorithm = algorithm, .local = NBR_SUCCESS};
+    run->needed = nbr_algorithm_needs_call_facts(algorithm, layout);
+    if (!run->needed) {
+        run->done = 1;
+        return;
+    }
     const void *pattern = NULL;
     int rc = nbr_comm_pattern(state, algorithm, &pattern);
     void *context = rc == NBR_SUCCESS ? calloc(1, algorithm->call_facts_size) : NULL;
@@ -626,21 +667,54 @@ int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         input.values = values;
         rc = algorithm->call_facts_init(&input, context);
     }
-    int rounds = algorithm->call_facts_rounds;
-    int tags = nbr_comm_engine_tags(state);
-    int run = context ? nbr_engine_run_mpi(state->comm, tags, context,
-                                           algorithm->call_facts_step, NBR_CALL_FACTS_ROUNDS)
-                      : nbr_engine_run_mpi(state->comm, tags, &rounds, silent_step,
-                                           NBR_CALL_FACTS_ROUNDS);
-    rc = rc == NBR_SUCCESS ? run : rc;
+    run->local = rc;
+    run->context = context;
+    run->rounds = algorithm->call_facts_rounds;
+    if (context)
+        nbr_engine_begin(&run->engine, state->comm, tag_base, context, algorithm->call_facts_step,
+                         NBR_CALL_FACTS_ROUNDS);
+    else
+        nbr_engine_begin(&run->engine, state->comm, tag_base, &run->rounds, silent_step,
+                         NBR_CALL_FACTS_ROUNDS);
+}
+
+int nbr_comm_facts_advance(nbr_facts_run_t *run, int *done)
+{
+    int moved = run->done ? 0 : nbr_engine_advance(&run->engine, &run->done);
+    *done = run->done;
+    return moved;
+}
+
+int nbr_comm_facts_end(nbr_facts_run_t *run, void **facts, uint64_t *digest)
+{
+    *facts = NULL;
+    *digest = 0;
+    if (!run->needed)
+        return NBR_SUCCESS;
+    int rc = run->local == NBR_SUCCESS ? run->engine.status : run->local;
     if (rc == NBR_SUCCESS || rc == NBR_ERR_TYPE_MISMATCH)
-        rc = algorithm->call_facts_check(context, digest);
+        rc = run->algorithm->call_facts_check(run->context, digest);
     if (rc != NBR_SUCCESS && rc != NBR_ERR_TYPE_MISMATCH) {
-        nbr_comm_free_call_facts(algorithm, context);
+        nbr_comm_free_call_facts(run->algorithm, run->context);
+        run->context = NULL;
         return rc;
     }
-    *facts = context;
+    *facts = run->context;
+    run->context = NULL;
     return rc;
+}
+
+int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                        const nbr_layout_t *layout, const nbr_value_index_t *values,
+                        int tag_base, void **facts, uint64_t *digest)
+{
+    nbr_facts_run_t run;
+    int done = 0;
+    nbr_comm_facts_begin(state, algorithm, layout, values, tag_base, &run);
+    while (!done)
+        if (!nbr_comm_facts_advance(&run, &done) && !done)
+            sched_yield(); /* ranks may share cores: let the peer run */
+    return nbr_comm_facts_end(&run, facts, digest);
 }
 
 void nbr_comm_free_call_facts(const nbr_algorithm_t *algorithm, void *facts)
@@ -740,7 +814,7 @@ static int predefined_size(MPI_Datatype type)
 }
 
 void nbr_comm_arm_shortcut(nbr_comm_t *state, nbr_shared_plan_t *plan,
-                           const nbr_algorithm_t *algorithm, nbr_decision_t *decision,
+                           const nbr_algorithm_t *algorithm, nbr_stream_t *stream,
                            MPI_Datatype sendtype, MPI_Datatype recvtype)
 {
     nbr_comm_count_shortcut(state); /* with the plan they ran */
@@ -749,7 +823,7 @@ void nbr_comm_arm_shortcut(nbr_comm_t *state, nbr_shared_plan_t *plan,
     int size = sendtype == recvtype ? predefined_size(sendtype) : -1;
     state->shortcut = (nbr_shortcut_t){.block_bytes = plan->layout.send[0].bytes,
                                        .algorithm = algorithm,
-                                       .decision = decision,
+                                       .stream = stream,
                                        .type = size >= 0 ? sendtype : MPI_DATATYPE_NULL,
                                        .type_size = size,
                                        .plan = plan};

@@ -4,6 +4,7 @@
 #define NBR_COMM_H
 
 #include "alg/select.h"
+#include "base/engine.h"
 #include "front/config.h"
 #include "plan/plan.h"
 #include "topo/locality.h"
@@ -50,20 +51,20 @@ static inline int nbr_call_uniform(nbr_call_kind_t kind)
 
 const char *nbr_call_name(nbr_call_kind_t kind);
 
-/* What automatic selection decided for one call signature: the collective
- * and, for allgather and alltoall, the block size (the same on every rank,
- * so every rank sees the same signatures in the same order). The v- and
- * w-forms' sizes differ between ranks, so no rank can tell whether
- * another's changed: each decides once, at its first blocking or
- * nonblocking call (persistent requests decide at _init). */
+/* What a communicator's calls of one collective in one form run: auto's
+ * choice (or the configured algorithm) and, for allgather, the block size
+ * every rank sent and received when it was decided, which relay plans
+ * take for every block (NBR_NOT_UNIFORM: ranks differed; relays then run
+ * allgather as allgatherv, with its size round). Decided only at calls
+ * every rank knows to be decision points (front/select.h), from what every
+ * rank contributed there. */
 #define NBR_TRIAL_SIDES 4
+#define NBR_NOT_UNIFORM SIZE_MAX
 
 typedef struct nbr_decision {
     int valid;
-    nbr_call_kind_t kind;
-    size_t block_bytes;
     const nbr_algorithm_t *algorithm;
-    unsigned long long last_use;
+    size_t uniform_bytes;
     /* The trial (blocking calls, front/select.h): sides[0] the priced
      * winner, then its rivals, timed in turns; num_sides 0 when there is
      * no trial or it is over. */
@@ -72,10 +73,28 @@ typedef struct nbr_decision {
     int trial_calls; /* timed calls so far */
     int calls;       /* counted calls per side, set after the first counted round */
     int retried;     /* a second trial: the winner, the first's, close ones, the baseline */
+    nbr_call_kind_t kind;
     double seconds[NBR_TRIAL_SIDES][NBR_AUTO_TRIALS_MAX]; /* this rank's runs */
 } nbr_decision_t;
 
-#define NBR_DECISIONS 32
+/* The calls of one collective in one form (blocking or nonblocking) on a
+ * communicator. MPI has every rank make a communicator's collective calls
+ * in the same order, and never matches a blocking call with a nonblocking
+ * one, so a stream's count of calls is a fact every rank shares; a rank's
+ * block sizes are not (MPI asks only each sender and its receiver to
+ * agree). Persistent requests decide at their _init and keep no stream. */
+typedef struct nbr_stream {
+    unsigned long long calls; /* made so far on this rank: the same on every rank */
+    /* A decision point is due at the first call numbered redecide_from or
+     * later unless one came since: set, at a point in the stream every rank
+     * shares, by nbr_comm_retune and by a decision on calls that moved
+     * nothing. */
+    unsigned long long redecide_from;
+    unsigned long long decided_at; /* the call that last decided */
+    nbr_decision_t decision;  /* valid from the first call's decision on */
+    uint64_t signature;       /* this rank's sizes at the last decision */
+} nbr_stream_t;
+
 #define NBR_PLAN_CACHE 8
 
 /* A blocking allgather like the last one the MPI library ran for the
@@ -84,7 +103,7 @@ typedef struct nbr_decision {
 typedef struct nbr_shortcut {
     size_t block_bytes;                /* 0: none armed */
     const nbr_algorithm_t *algorithm;  /* the library row */
-    nbr_decision_t *decision;          /* auto's that chose it; NULL: forced */
+    nbr_stream_t *stream;              /* the blocking allgathers' */
     MPI_Datatype type;                 /* the arming call's, where predefined (its
                                         * size cannot change); else MPI_DATATYPE_NULL */
     int type_size;                     /* its size: calls with it skip MPI_Type_size */
@@ -102,7 +121,19 @@ typedef struct nbr_comm {
     nbr_shortcut_t shortcut;
     int trials; /* decisions whose trial is under way (num_sides > 0) */
     unsigned long long sequence; /* nonblocking / blocking calls so far */
-    unsigned long long decision_clock;
+    /* Requests that wait for a collective stage (a decision, a call facts
+     * exchange, a size round) or for one before them: each launches its
+     * plan in call order, so that the MPI library's own collectives are
+     * started in the same order on every rank. */
+    struct nbr_request *queue_head, *queue_tail;
+    nbr_executor_t *queue_runner; /* in flight while the queue is not empty */
+    int queue_running;            /* inside the runner's step */
+    /* The one decision that may be under way (the queue's head decides; a
+     * blocking call or an _init first empties the queue), and its reduces'
+     * room, made at set-up where a failure could still be agreed. */
+    struct nbr_deciding *deciding;
+    int64_t *decide_room;
+    size_t decide_room_values;
     const nbr_algorithm_t *last_algorithm; /* of the latest call; NULL: none yet */
     nbr_exec_domain_t exec; /* how its requests run: MPI or device executor */
     int refs;
@@ -142,8 +173,8 @@ typedef struct nbr_comm {
     /* Every algorithm's count-independent pattern, by registry index: the
      * communicator's built at set-up, others when first needed. */
     void **patterns;
-    /* auto: what it decided, per signature (least recently used replaced) */
-    nbr_decision_t decisions[NBR_DECISIONS];
+    /* what each collective's blocking [1] and nonblocking [0] calls run */
+    nbr_stream_t streams[NBR_NUM_CALL_KINDS][2];
     /* A finished non-persistent request kept for the next call, so that a
      * blocking call allocates nothing in the steady state. Holds no
      * reference on this state; freed with it by free_spare (requests are
@@ -154,24 +185,27 @@ typedef struct nbr_comm {
 
 /* Tags: set-up's engine runs use [0, 8) (a run NBR_ENGINE_TAGS, consecutive
  * runs on a communicator alternating between two sets: see
- * nbr_comm_engine_tags);
- * each collective call takes a window of
- * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number: the
- * data plan's tags, an allgatherv's size round's, and one for the call's
- * error agreement (nbr_agree_errors). Blocking
- * and nonblocking calls cycle through the lower half of the windows,
- * persistent requests (which keep theirs for life) through the upper half,
- * so a long-lived persistent request never shares a window with a later
- * nonblocking call; up to tag_windows operations of each kind may be in
- * flight at once. Every rank makes the same calls in the same order, so
- * the sequence numbers agree without communication. */
+ * nbr_comm_engine_tags); each collective call takes a window of
+ * NBR_TAGS_PER_CALL tags above that, chosen by its sequence number: its
+ * data plan's, a second plan's (an allgatherv's size round, or the
+ * fallback of a guarded allgather: never both), its error agreement
+ * (nbr_agree_errors), its guard, the two reduces of a decision and the
+ * engine runs of its call facts exchanges. Blocking and nonblocking calls
+ * cycle through the lower half of the windows, persistent requests (which
+ * keep theirs for life) through the upper half, so a long-lived
+ * persistent request never shares a window with a later nonblocking call;
+ * up to tag_windows operations of each kind may be in flight at once.
+ * Every rank makes the same calls in the same order, so the sequence
+ * numbers agree without communication. */
 #define NBR_TAG_ENGINE 0
 #define NBR_TAG_FIRST_CALL 8
-#define NBR_TAGS_PER_CALL 72
+#define NBR_TAG_SECOND_PLAN_IN_CALL NBR_PLAN_TAGS
 #define NBR_TAG_AGREE_IN_CALL (2 * NBR_PLAN_TAGS)
-#if NBR_TAGS_PER_CALL <= NBR_TAG_AGREE_IN_CALL
-#error "a call's tag window must hold two plans and the agreement's tag"
-#endif
+#define NBR_TAG_GUARD_IN_CALL (NBR_TAG_AGREE_IN_CALL + 1)
+#define NBR_TAG_DECIDE_IN_CALL (NBR_TAG_AGREE_IN_CALL + 2) /* two */
+#define NBR_TAG_FACTS_IN_CALL (NBR_TAG_AGREE_IN_CALL + 4)
+#define NBR_FACTS_RUNS_IN_CALL 3 /* the candidates' that have call facts, and the call's own */
+#define NBR_TAGS_PER_CALL (NBR_TAG_FACTS_IN_CALL + NBR_FACTS_RUNS_IN_CALL * NBR_ENGINE_TAGS)
 
 /* The tag base of the next rounds-engine run on state's communicator.
  * Runs alternate between two pairs of tags: a rank that has not yet seen
@@ -203,16 +237,35 @@ int nbr_comm_plan(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                   const nbr_layout_t *layout, const size_t *block_sizes,
                   const void *call_facts, uint64_t facts_digest, nbr_shared_plan_t **plan);
 
-/* The call facts of algorithm for this layout and value indices (may be
- * NULL; nbr_algorithm_t): every
- * rank of the communicator runs the exchange, whatever fails on it, so
- * nobody waits. *facts (free with nbr_comm_free_call_facts) is NULL when
- * the algorithm needs none; NBR_ERR_TYPE_MISMATCH says a send and receive
- * signature disagree here (the plan still runs); other errors mean no
- * plan (not agreed: the caller does). */
+/* A call facts exchange of algorithm for one layout and value indices (may
+ * be NULL; nbr_algorithm_t), in flight. Every rank of the communicator
+ * runs it, whatever fails on it (a rank that cannot take part sits its
+ * rounds out), so nobody waits. */
+typedef struct nbr_facts_run {
+    const nbr_algorithm_t *algorithm;
+    void *context; /* the algorithm's; NULL: none needed, or this rank sits out */
+    int needed;
+    int local;     /* this rank's status before the exchange */
+    int rounds;    /* sitting out: the rounds to keep step with */
+    int done;
+    nbr_engine_run_t engine;
+} nbr_facts_run_t;
+
+/* Starts it on NBR_ENGINE_TAGS tags from tag_base (the call's own). */
+void nbr_comm_facts_begin(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
+                          const nbr_layout_t *layout, const nbr_value_index_t *values,
+                          int tag_base, nbr_facts_run_t *run);
+/* Moves it on; *done = 1 once it ended. Returns whether anything moved. */
+int nbr_comm_facts_advance(nbr_facts_run_t *run, int *done);
+/* The ended exchange's facts: *facts (free with nbr_comm_free_call_facts)
+ * is NULL when the algorithm needs none; NBR_ERR_TYPE_MISMATCH says a send
+ * and receive signature disagree here (the plan still runs); other errors
+ * mean no plan (not agreed: the caller does). */
+int nbr_comm_facts_end(nbr_facts_run_t *run, void **facts, uint64_t *digest);
+/* All three at once. */
 int nbr_comm_call_facts(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
                         const nbr_layout_t *layout, const nbr_value_index_t *values,
-                        void **facts, uint64_t *digest);
+                        int tag_base, void **facts, uint64_t *digest);
 void nbr_comm_free_call_facts(const nbr_algorithm_t *algorithm, void *facts);
 
 /* What a builder of algorithm sees of this communicator: its facts, the
@@ -253,11 +306,11 @@ void nbr_comm_count(nbr_comm_t *state, const nbr_plan_t *plan, unsigned long lon
 void nbr_comm_count_shortcut(nbr_comm_t *state);
 
 /* Arms the shortcut for blocking allgathers like the one plan (referenced
- * here) was built for, run by the library row algorithm as decision
- * (NULL: forced) chose; a predefined type both sides of that call used
- * keeps its size there. */
+ * here) was built for, run by the library row algorithm as the blocking
+ * allgathers' stream has it; a predefined type both sides of that call
+ * used keeps its size there. */
 void nbr_comm_arm_shortcut(nbr_comm_t *state, nbr_shared_plan_t *plan,
-                           const nbr_algorithm_t *algorithm, nbr_decision_t *decision,
+                           const nbr_algorithm_t *algorithm, nbr_stream_t *stream,
                            MPI_Datatype sendtype, MPI_Datatype recvtype);
 
 /* The user's block of in-neighbor (out-neighbor) k. */
@@ -270,6 +323,11 @@ static inline int nbr_comm_out_block(const nbr_comm_t *state, int k)
 {
     return state->out_block ? state->out_block[k] : k;
 }
+
+/* Waits (progressing) until every queued request of state has launched:
+ * a blocking call or an _init, which may wait, does so first, so that the
+ * collectives of calls are started in call order. */
+int nbr_comm_drain(nbr_comm_t *state);
 
 /* Validates comm: not null, an intracommunicator. */
 int nbr_check_comm(MPI_Comm comm);

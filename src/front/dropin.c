@@ -114,11 +114,15 @@ static int issued(MPI_Comm comm, int status, nbr_request_t *request, MPI_Request
 
 /* ------------------------------------------------------------ creation */
 /* MPI creates the communicator as it would have (neighbor order and all);
- * the creation info's nbr_* keys then apply to it as they do to
- * nbr_comm_attach: with any of them, nbrcoll sets the communicator up at
- * once with those settings (an invalid value fails the creation, the
- * communicator freed), without, on its first neighborhood collective with
- * the environment's. nbr_disable=true leaves the communicator to MPI. */
+ * then, every rank of the new communicator taking part (creation is
+ * collective), nbrcoll sets it up at once with the creation info's nbr_*
+ * keys over the environment's, as nbr_comm_attach does: a neighborhood
+ * collective never has to wait for another rank to set it up, not even
+ * the first, nonblocking one. nbr_disable=true (or NBR_DISABLE) leaves the
+ * communicator to MPI; every rank must say the same (nbr_comm_adopt). An
+ * invalid value fails the creation, the communicator freed. Covered: every
+ * call that makes a communicator with a process topology (a duplicate
+ * carries its original's); MPI_Comm_idup's is set up at its first call. */
 
 static int info_disables(MPI_Info info)
 {
@@ -127,21 +131,6 @@ static int info_disables(MPI_Info info)
     return info != MPI_INFO_NULL &&
            PMPI_Info_get(info, "nbr_disable", (int)sizeof text - 1, text, &found) == MPI_SUCCESS &&
            found && says_disable(text);
-}
-
-/* Whether info names any nbrcoll setting but nbr_disable. */
-static int info_has_settings(MPI_Info info)
-{
-    int nkeys = 0;
-    if (info == MPI_INFO_NULL || PMPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS)
-        return 0;
-    for (int k = 0; k < nkeys; k++) {
-        char key[MPI_MAX_INFO_KEY + 1] = "";
-        if (PMPI_Info_get_nthkey(info, k, key) == MPI_SUCCESS && !strncmp(key, "nbr_", 4) &&
-            strcmp(key, "nbr_disable") != 0)
-            return 1;
-    }
-    return 0;
 }
 
 static int opt_out(MPI_Comm comm)
@@ -166,15 +155,22 @@ void nbr_dropin_free_keyvals(void)
         PMPI_Comm_free_keyval(&keyval);
 }
 
-/* What follows MPI's creation of *created from comm_old with info. */
+/* What follows MPI's creation of *created (rc) from comm_old with info. */
 static int adopt_created(MPI_Comm comm_old, MPI_Info info, int rc, MPI_Comm *created)
 {
-    if (rc != MPI_SUCCESS || disabled() || *created == MPI_COMM_NULL)
+    int topology = MPI_UNDEFINED, taken = 0;
+    if (rc != MPI_SUCCESS || *created == MPI_COMM_NULL ||
+        PMPI_Topo_test(*created, &topology) != MPI_SUCCESS || topology == MPI_UNDEFINED)
         return rc;
-    if (info_disables(info))
+    /* a duplicate of a communicator left to MPI carries the mark already */
+    int off = disabled() || info_disables(info) || comm_opted_out(*created);
+    int status = nbr_comm_adopt(*created, info, off, &taken);
+    /* An inconsistent graph is the program's error at its collective
+     * calls, not at the creation MPI performed: every call on it answers
+     * MPI_ERR_TOPOLOGY on every rank (set-up tries again and finds it). */
+    rc = nbr_dropin_error_class(status == NBR_ERR_GRAPH ? NBR_SUCCESS : status);
+    if (rc == MPI_SUCCESS && !taken && status != NBR_ERR_GRAPH && !comm_opted_out(*created))
         rc = opt_out(*created);
-    else if (info_has_settings(info))
-        rc = nbr_dropin_error_class(nbr_comm_attach(*created, info));
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_free(created);
         return nbr_dropin_raise(comm_old, rc);
@@ -200,6 +196,38 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const i
     int rc = PMPI_Dist_graph_create(comm_old, n, sources, degrees, destinations, weights, info,
                                     reorder, comm_dist_graph);
     return adopt_created(comm_old, info, rc, comm_dist_graph);
+}
+
+int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+                    int reorder, MPI_Comm *comm_cart)
+{
+    int rc = PMPI_Cart_create(comm_old, ndims, dims, periods, reorder, comm_cart);
+    return adopt_created(comm_old, MPI_INFO_NULL, rc, comm_cart);
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+    int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+    return adopt_created(comm, MPI_INFO_NULL, rc, newcomm);
+}
+
+int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+                     int reorder, MPI_Comm *comm_graph)
+{
+    int rc = PMPI_Graph_create(comm_old, nnodes, index, edges, reorder, comm_graph);
+    return adopt_created(comm_old, MPI_INFO_NULL, rc, comm_graph);
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_dup(comm, newcomm);
+    return adopt_created(comm, MPI_INFO_NULL, rc, newcomm);
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
+    return adopt_created(comm, info, rc, newcomm);
 }
 
 /* ------------------------------------------------------------ blocking */

@@ -208,15 +208,44 @@ static int run_blocking(nbr_request_t req)
     return mrc == MPI_SUCCESS ? NBR_SUCCESS : nbr_library_failed("MPI_Neighbor_*", mrc);
 }
 
+/* A block longer than its receive is NBR_ERR_TYPE_MISMATCH, as in
+ * nbrcoll's own plans. Open MPI 4.1 says so for its nonblocking
+ * collectives (MPI_ERR_TRUNCATE) but not for its blocking ones, which
+ * report a truncated receive as MPI_ERR_OTHER (or, alltoallv's, as
+ * MPI_ERR_IN_STATUS from its internal wait), as they would nothing else a
+ * neighborhood collective on valid arguments meets: taken as one too. */
 int nbr_library_failed(const char *call, int mpi_code)
 {
     int cls = MPI_SUCCESS;
     MPI_Error_class(mpi_code, &cls);
-    if (cls != MPI_ERR_TRUNCATE)
+    if (cls != MPI_ERR_TRUNCATE && cls != MPI_ERR_OTHER && cls != MPI_ERR_IN_STATUS)
         return nbr_mpi_failed(call, mpi_code);
-    NBR_ERROR("%s: a message was longer than its receive: send and receive signatures "
-              "differ", call);
+    NBR_ERROR("%s: %s: a message was longer than its receive: send and receive signatures "
+              "differ", call,
+              cls == MPI_ERR_TRUNCATE ? "MPI_ERR_TRUNCATE"
+              : cls == MPI_ERR_OTHER  ? "MPI_ERR_OTHER"
+                                      : "MPI_ERR_IN_STATUS");
     return NBR_ERR_TYPE_MISMATCH;
+}
+
+/* Tests (flag not NULL) or waits for the library's request. Open MPI 4.1
+ * raises a nonblocking collective's failure through MPI_COMM_WORLD's
+ * handler, not the communicator's (nbrcoll's returns errors): that
+ * handler is set aside for the call, so that the program's (by default
+ * fatal) one does not see an error nbrcoll reports itself. */
+static int complete_library(MPI_Request *request, int *flag)
+{
+    MPI_Errhandler program = MPI_ERRHANDLER_NULL;
+    int got = PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &program) == MPI_SUCCESS;
+    if (got)
+        PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int mrc = flag ? PMPI_Test(request, flag, MPI_STATUS_IGNORE)
+                   : PMPI_Wait(request, MPI_STATUS_IGNORE);
+    if (got) {
+        PMPI_Comm_set_errhandler(MPI_COMM_WORLD, program);
+        PMPI_Errhandler_free(&program);
+    }
+    return mrc;
 }
 
 int nbr_library_start(nbr_request_t req)
@@ -234,7 +263,7 @@ static int failed_completion(nbr_request_t req, const char *call, int mrc)
 {
     int rc = nbr_library_failed(call, mrc);
     if (req->library_request != MPI_REQUEST_NULL)
-        PMPI_Wait(&req->library_request, MPI_STATUS_IGNORE);
+        complete_library(&req->library_request, NULL);
     return rc;
 }
 
@@ -245,14 +274,14 @@ int nbr_library_test(nbr_request_t req, int *done)
         *done = 1;
         return nbr_library_wait(req);
     }
-    nbr_exec_progress(&req->comm->exec);
+    nbr_progress_all();
     return nbr_library_poll(req, done);
 }
 
 int nbr_library_poll(void *request, int *done)
 {
     nbr_request_t req = request;
-    int mrc = PMPI_Test(&req->library_request, done, MPI_STATUS_IGNORE);
+    int mrc = complete_library(&req->library_request, done);
     if (mrc != MPI_SUCCESS) {
         *done = 1;
         return failed_completion(req, "MPI_Test", mrc);
@@ -265,7 +294,7 @@ int nbr_library_wait(nbr_request_t req)
     nbr_exec_domain_t *domain = &req->comm->exec;
     if (req->call.blocking) {
         while (domain->in_flight)
-            if (!nbr_exec_progress(domain))
+            if (!nbr_progress_all())
                 sched_yield(); /* ranks may share cores: let the peer run */
         return run_blocking(req);
     }
@@ -278,7 +307,7 @@ int nbr_library_wait(nbr_request_t req)
     if (done || rc != NBR_SUCCESS)
         return rc;
     /* alone: MPI may block until it is done */
-    int mrc = PMPI_Wait(&req->library_request, MPI_STATUS_IGNORE);
+    int mrc = complete_library(&req->library_request, NULL);
     return mrc == MPI_SUCCESS ? NBR_SUCCESS : failed_completion(req, "MPI_Wait", mrc);
 }
 
@@ -300,7 +329,7 @@ int nbr_library_shortcut(const void *sendbuf, int sendcount, MPI_Datatype sendty
     if (!state)
         return 0;
     nbr_shortcut_t *cut = &state->shortcut;
-    if (!cut->block_bytes || state->trials > 0 || state->exec.in_flight)
+    if (!cut->block_bytes || state->trials > 0 || state->exec.in_flight || state->queue_head)
         return 0;
     int send_size = cut->type_size, recv_size = cut->type_size;
     /* MPI_Type_size was half the cycles of this path before the call */
@@ -315,14 +344,13 @@ int nbr_library_shortcut(const void *sendbuf, int sendcount, MPI_Datatype sendty
     size_t bytes = (size_t)sendcount * (size_t)send_size;
     if (bytes != cut->block_bytes || bytes != (size_t)recvcount * (size_t)recv_size)
         return 0;
-    nbr_decision_t *decision = cut->decision;
-    if (decision) { /* still auto's answer for these bytes (not replaced since) */
-        if (!decision->valid || decision->kind != NBR_CALL_ALLGATHER ||
-            decision->block_bytes != bytes || decision->algorithm != cut->algorithm ||
-            decision->num_sides > 0)
-            return 0;
-        decision->last_use = ++state->decision_clock;
-    }
+    /* still what the stream runs, and no decision point */
+    nbr_stream_t *stream = cut->stream;
+    nbr_decision_t *trial = NULL;
+    if (nbr_stream_due(state, stream, NBR_CALL_ALLGATHER, stream->calls + 1) ||
+        nbr_stream_algorithm(state, stream, 1, &trial) != cut->algorithm || trial)
+        return 0;
+    stream->calls++;
     /* what the long way changes that every rank keeps in step */
     state->sequence++; /* as nbr_comm_next_tag_base */
     state->last_algorithm = cut->algorithm;

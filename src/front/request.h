@@ -4,6 +4,7 @@
 #define NBR_REQUEST_H
 
 #include "front/comm.h"
+#include "front/select.h"
 #include "exec/executor.h"
 
 /* A user buffer as the plan sees it. Dense datatypes (no gaps: size ==
@@ -53,6 +54,21 @@ typedef struct nbr_call {
     const long *send_global_idx, *recv_global_idx;
 } nbr_call_t;
 
+/* How far a request's preparation got (request.c): a call that needs a
+ * collective stage (a decision, a call facts exchange, a size round)
+ * passes through them in flight when it is nonblocking; LAUNCHED once its
+ * plan (or the library's collective) started. */
+typedef enum nbr_stage {
+    NBR_STAGE_CHOOSE = 0,
+    NBR_STAGE_DECIDE,
+    NBR_STAGE_FACTS,
+    NBR_STAGE_FACTS_AGREE,
+    NBR_STAGE_SIZES,
+    NBR_STAGE_BUILD,
+    NBR_STAGE_READY, /* prepared: launches when it is the queue's head */
+    NBR_STAGE_LAUNCHED
+} nbr_stage_t;
+
 struct nbr_request {
     nbr_comm_t *comm;
     MPI_Comm user_comm; /* the communicator the call named (its error handler's) */
@@ -65,11 +81,45 @@ struct nbr_request {
     nbr_executor_t *agreement;
     int running;             /* started, not completed yet */
     int persistent;
+    /* the call's preparation (request.c) */
+    nbr_stage_t stage;
+    int status;              /* a failure on the way, the same on every rank: the call's */
+    int tag_base;
+    nbr_stream_t *stream;    /* NULL: persistent */
+    unsigned long long stream_call; /* the call's number in its stream */
+    const nbr_algorithm_t *algorithm;
+    nbr_priced_call_t priced;
+    size_t uniform_bytes;    /* the block relays assume (NBR_NOT_UNIFORM: none) */
+    nbr_facts_run_t facts_run;
+    void *facts;
+    uint64_t digest;
+    nbr_reduce_t reduce;     /* agreeing on the facts exchange's outcome */
+    int64_t reduced;
+    /* the size round of an allgatherv through relays */
+    nbr_executor_t *sizes_exec;
+    nbr_plan_t sizes_plan;
+    nbr_layout_t sizes_layout;
+    int sizes_started;
+    uint64_t my_size;
+    uint64_t *sizes_in;
+    size_t *offset_of;
+    char *sizes_scratch;
+    /* a guarded allgather: this rank's blocks at the agreed size or not,
+     * the stand-in buffers of a rank whose are not, the fallback */
+    int guarded, holds;
+    char *stand_in;
+    nbr_shared_plan_t *fallback_plan;
+    nbr_executor_t *fallback;
+    struct nbr_request *queue_next;
+    /* a call that waits for a stage: its own copies of the arrays and the
+     * derived datatypes the program may release once the call returns */
+    void *held_arrays;
+    MPI_Datatype *held_types;
+    int num_held_types;
     nbr_layout_t layout; /* this call's; kept (with its memory) on reuse */
     nbr_typed_buffer_t send, recv;
     size_t *block_sizes; /* allgatherv through relays: this call's size round */
     int sizes_differ;    /* a sender announced another size than our slot */
-    char *discard;       /* receives a mismatched allgather / alltoall drops */
     nbr_decision_t *trial; /* a blocking call auto times (front/select.h) */
     /* value indices of an _ext call, slot by slot (values.send points
      * into value_storage) */

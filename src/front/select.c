@@ -1,10 +1,9 @@
-/* Automatic selection over a communicator (alg/select.h has the rule):
- * every rank builds its own plan under every candidate algorithm and
- * prices it with the simulator's one-rank estimate on the configured
- * machine; an allreduce (max) makes the ranks' prices the job's, and one
- * (sum) adds up the bytes through every node's interfaces, which a rank
- * alone cannot know; every rank takes the same cheapest. Decisions are
- * kept per call signature. */
+/* Decisions on a communicator (front/select.h has the rule; alg/select.h
+ * the part that is pure): every rank builds its own plan under every
+ * candidate and prices it with the simulator's one-rank estimate on the
+ * configured machine; a reduce makes the ranks' prices the job's (the
+ * slowest rank) and adds up the bytes through every node's interfaces,
+ * which a rank alone cannot know; every rank takes the same cheapest. */
 #include "front/select.h"
 
 #include "alg/select.h"
@@ -12,111 +11,130 @@
 #include "plan/sim.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* allgather and alltoall: the block size, which MPI makes the same on
- * every rank (from the call's count and type: a rank without neighbors
- * must see the same signatures as the others, or it would skip a pricing
- * its peers make); the v- and w-forms: one decision per collective (see
- * nbr_decision_t). */
-static size_t signature(nbr_call_kind_t kind, size_t block_bytes)
+/* A decision's stages: the sizes reduce, the candidates' call facts
+ * exchanges, their prices (computed, then reduced), done. */
+enum { DECIDE_SIZES, DECIDE_FACTS, DECIDE_PRICE, DECIDE_PRICES, DECIDE_DONE };
+
+/* The decision points after a stream's first call: early ones catch a
+ * program whose sizes settle after a few calls, later ones cost one reduce
+ * in 256 calls. */
+#define NBR_RECHECK_EVERY 256
+
+static int on_schedule(unsigned long long n)
 {
-    return nbr_call_uniform(kind) ? block_bytes : 0;
+    return n == 4 || n == 16 || n == 64 || n % NBR_RECHECK_EVERY == 0;
 }
 
-nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_t block_bytes)
+int nbr_relays_allgather(const nbr_algorithm_t *algorithm, nbr_call_kind_t kind)
 {
-    for (int i = 0; i < NBR_DECISIONS; i++) {
-        nbr_decision_t *d = &state->decisions[i];
-        if (d->valid && d->kind == kind && d->block_bytes == signature(kind, block_bytes))
-            return d;
+    return kind == NBR_CALL_ALLGATHER && algorithm && algorithm->size_plan != NULL;
+}
+
+/* Whether calls of kind on state need decisions at all: auto's, and a
+ * configured algorithm's that relays allgather blocks (the block size). */
+static int decides(const nbr_comm_t *state, nbr_call_kind_t kind)
+{
+    return !state->config.algorithm || nbr_relays_allgather(state->config.algorithm, kind);
+}
+
+int nbr_stream_due(const nbr_comm_t *state, const nbr_stream_t *stream, nbr_call_kind_t kind,
+                   unsigned long long n)
+{
+    if (!decides(state, kind))
+        return 0;
+    return !stream->decision.valid || on_schedule(n) ||
+           (stream->redecide_from > stream->decided_at && n >= stream->redecide_from);
+}
+
+const nbr_algorithm_t *nbr_stream_algorithm(const nbr_comm_t *state, nbr_stream_t *stream,
+                                            int blocking, nbr_decision_t **trial)
+{
+    nbr_decision_t *d = &stream->decision;
+    *trial = NULL;
+    if (!d->valid)
+        return state->config.algorithm;
+    if (blocking && d->num_sides > 0) {
+        *trial = d;
+        return d->sides[nbr_trial_side(d)];
     }
-    return NULL;
+    return d->algorithm;
 }
 
-/* No trial for calls priced above this: a trial runs a few dozen calls, some
- * of slower plans, which at seconds per call a program calling a few times
- * would not win back. Up to it the trial costs a few seconds at most, and
- * it is needed there: on one node of 8, Moore d3 r1 with 4 MiB blocks
- * (60-90 ms a call), halving beat MPI by 12-18 % in two grids where the
- * price (and so auto without a trial) chose MPI. It was 100 ms until the
- * emulated 4 x 4 cluster priced leader and halving alike at 107 ms with 1
- * MiB blocks (RSG 0.4, 0.7, Moore d2 r2: both at the interfaces' floor),
- * where registry order then kept leader; on RSG 0.7 its median was
- * 0.92-0.94x of halving's in three grids. */
-#define NBR_TRIAL_MAX_SECONDS 0.2
-
-static void trial_sides(const nbr_comm_t *state, const double *job, const double *slowest,
-                        const nbr_algorithm_t *const *candidates, int n, int best, int fallback,
-                        nbr_decision_t *d)
+/* What a rank's sizes say for the reduce of a decision point: for
+ * allgather and alltoall the two block sizes (kept in d->sizes), for the
+ * v- and w-forms a digest of every slot's. */
+static uint64_t signature_of(const nbr_priced_call_t *call, const nbr_layout_t *layout)
 {
-    int taken[NBR_TRIAL_SIDES];
-    int num = nbr_select_trial_sides(job, slowest, n, best, fallback, NBR_TRIAL_SIDES, taken);
-    d->num_sides = 0;
-    if (state->config.auto_trials <= 0 || state->nranks < 2 || num < 2 ||
-        job[best] > NBR_TRIAL_MAX_SECONDS)
-        return;
-    for (int t = 0; t < num; t++)
-        d->sides[t] = candidates[taken[t]];
-    d->num_sides = num;
-}
-
-static void keep_decision(nbr_comm_t *state, const nbr_priced_call_t *call, const double *job,
-                          const double *slowest, const nbr_algorithm_t *const *candidates, int n,
-                          int best, int fallback)
-{
-    nbr_decision_t *slot = &state->decisions[0];
-    for (int i = 0; i < NBR_DECISIONS; i++) {
-        nbr_decision_t *d = &state->decisions[i];
-        if (!d->valid || d->last_use < slot->last_use)
-            slot = d;
-        if (!d->valid)
-            break;
+    uint64_t h = 0xcbf29ce484222325ULL;
+#define MIX(x) (h = (h ^ (uint64_t)(x)) * 0x100000001b3ULL)
+    MIX(call->kind);
+    if (nbr_call_uniform(call->kind)) {
+        MIX(call->send_block_bytes);
+        MIX(call->recv_block_bytes);
+    } else {
+        for (int i = 0; i < layout->num_send_slots; i++)
+            MIX(layout->send[i].bytes);
+        for (int i = 0; i < layout->num_recv_slots; i++)
+            MIX(layout->recv[i].bytes);
     }
-    if (slot->valid && slot->num_sides > 0)
-        state->trials--; /* replaced while on trial */
-    *slot = (nbr_decision_t){.valid = 1, .kind = call->kind,
-                             .block_bytes = signature(call->kind, call->block_bytes),
-                             .algorithm = candidates[best], .last_use = ++state->decision_clock};
-    trial_sides(state, job, slowest, candidates, n, best, fallback, slot);
-    if (slot->num_sides > 0)
-        state->trials++;
+    MIX(call->device_buffers);
+#undef MIX
+    return h;
+}
+
+/* The job's seconds of a reduce over every rank (a guard runs one beside
+ * its plan): a message per step, each on the slowest path it may take. */
+static double reduce_seconds(const nbr_comm_t *state)
+{
+    int steps = 0, m = 1;
+    while (m <= state->nranks / 2) {
+        m *= 2;
+        steps++;
+    }
+    steps += state->nranks > m ? 2 : 0;
+    nbr_path_t path = state->locality.num_nodes > 1 ? NBR_PATH_NETWORK : NBR_PATH_SOCKET;
+    return steps * nbr_path_seconds(&state->config.machine, path, 2 * sizeof(int64_t));
 }
 
 /* This rank's price of algorithm's plan for layout in parts (seconds
- * INFINITY when it cannot build one). allgatherv through relays: the blocks it
- * forwards are priced at this rank's own size (their real sizes are only
- * known from the size round the call runs), plus that round. */
-static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
-                  const nbr_layout_t *layout, const nbr_priced_call_t *call,
-                  nbr_sim_parts_t *parts)
+ * INFINITY when it cannot build one), its call facts (if it has them)
+ * given. allgatherv through relays, and allgather through them where
+ * ranks' blocks differ: the blocks it forwards are priced at this rank's
+ * own size (their real sizes are only known from the size round the call
+ * runs), plus that round; allgather where every block is the same size:
+ * the plan and, beside it, its guard. facts_seconds: what the call facts
+ * exchange took, a set-up each of the plan's runs pays a share of. */
+static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm, const nbr_layout_t *layout,
+                  const nbr_priced_call_t *call, size_t uniform_bytes, const void *facts,
+                  double facts_seconds, nbr_sim_parts_t *parts)
 {
-    const nbr_value_index_t *values = call->values;
-    int device_buffers = call->device_buffers;
-    double started = MPI_Wtime();
     nbr_sim_parts_t round;
     const void *pattern = NULL;
     nbr_plan_t plan, sizes_plan;
-    nbr_layout_t sizes = {0};
+    nbr_layout_t sizes = {0}, as_v = {0};
     size_t *block_sizes = NULL, *offset_of = NULL;
-    int relay = layout->coll == NBR_COLL_ALLGATHERV && algorithm->size_plan;
-    void *facts = NULL;
-    uint64_t digest = 0;
+    int guarded = nbr_relays_allgather(algorithm, call->kind) && uniform_bytes != NBR_NOT_UNIFORM;
+    int relay = algorithm->size_plan &&
+                (layout->coll == NBR_COLL_ALLGATHERV ||
+                 (nbr_relays_allgather(algorithm, call->kind) && !guarded));
     *parts = (nbr_sim_parts_t){.seconds = INFINITY};
-    /* collective (every rank, whatever fails on it, before any early
-     * return); a rank that cannot price it rules it out for all */
-    int facts_rc = nbr_comm_call_facts(state, algorithm, layout, values, &facts, &digest);
-    if ((facts_rc != NBR_SUCCESS && facts_rc != NBR_ERR_TYPE_MISMATCH) ||
-        nbr_comm_pattern(state, algorithm, &pattern) != NBR_SUCCESS) {
-        nbr_comm_free_call_facts(algorithm, facts);
+    if (nbr_comm_pattern(state, algorithm, &pattern) != NBR_SUCCESS)
         return;
+    if (relay && layout->coll == NBR_COLL_ALLGATHER) { /* as allgatherv */
+        if (nbr_layout_copy(&as_v, layout) != NBR_SUCCESS)
+            return;
+        as_v.coll = NBR_COLL_ALLGATHERV;
+        layout = &as_v;
     }
     nbr_plan_input_t input = nbr_comm_input_for(state, algorithm, layout);
     input.call_facts = facts;
     nbr_sim_input_t machine = {.locality = &state->locality, .machine = &state->config.machine,
-                               .device_buffers = device_buffers};
+                               .device_buffers = call->device_buffers};
     if (relay) {
         block_sizes = malloc(((size_t)state->nranks + 1) * sizeof(size_t));
         offset_of = malloc(((size_t)state->nranks + 1) * sizeof(size_t));
@@ -134,13 +152,10 @@ static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         goto out;
     nbr_sim_rank_parts(&machine, &plan, parts);
     nbr_plan_free(&plan);
-    /* a call facts exchange is a plan's set-up every rank pays anew for
-     * each plan (for a blocking call, at every call): its measured time,
-     * spread over the runs the plan is expected to make */
     if (facts)
-        parts->seconds += (MPI_Wtime() - started) / (call->expected_starts > 0
-                                                          ? call->expected_starts
-                                                          : 1);
+        parts->seconds += facts_seconds / (call->expected_starts > 0 ? call->expected_starts : 1);
+    if (guarded && parts->seconds < reduce_seconds(state))
+        parts->seconds = reduce_seconds(state);
     if (relay) {
         nbr_plan_input_t round_input = nbr_comm_input_for(state, algorithm, &sizes);
         if (nbr_build_size_plan(algorithm, &round_input, &sizes_plan, offset_of) !=
@@ -155,10 +170,30 @@ static void price(nbr_comm_t *state, const nbr_algorithm_t *algorithm,
         parts->net_in_bytes += round.net_in_bytes;
     }
 out:
-    nbr_comm_free_call_facts(algorithm, facts);
     nbr_layout_free(&sizes);
+    nbr_layout_free(&as_v);
     free(block_sizes);
     free(offset_of);
+}
+
+/* The candidates for coll on state: the same on every rank (they depend on
+ * the communicator and the collective only); *fallback the baseline's. */
+static int candidates_of(const nbr_comm_t *state, nbr_collective_t coll, int has_values,
+                         const nbr_algorithm_t **candidates, int *fallback)
+{
+    int count = 0;
+    *fallback = -1;
+    for (int i = 0; i < nbr_algorithm_count(); i++) {
+        const nbr_algorithm_t *a = nbr_algorithm_at(i);
+        if (!nbr_select_eligible(a, coll, state->nranks, state->config.auto_whole_graph_ranks,
+                                 nbr_comm_library_usable(state, coll)) ||
+            (a->needs_values && !has_values))
+            continue;
+        if (a == nbr_select_baseline(nbr_comm_library_usable(state, coll)))
+            *fallback = count;
+        candidates[count++] = a;
+    }
+    return count;
 }
 
 static void log_prices(const nbr_comm_t *state, nbr_call_kind_t kind, const nbr_layout_t *layout,
@@ -178,67 +213,32 @@ static void log_prices(const nbr_comm_t *state, nbr_call_kind_t kind, const nbr_
              text);
 }
 
-int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
-                            const nbr_priced_call_t *call, const nbr_algorithm_t **candidates,
-                            nbr_sim_parts_t *prices, int *count, int *fallback)
-{
-    unsigned needs = 0;
-    *count = 0;
-    *fallback = -1;
-    for (int i = 0; i < nbr_algorithm_count(); i++) {
-        const nbr_algorithm_t *a = nbr_algorithm_at(i);
-        if (!nbr_select_eligible(a, layout->coll, state->nranks,
-                                 state->config.auto_whole_graph_ranks,
-                                 nbr_comm_library_usable(state, layout->coll)) ||
-            (a->needs_values && !call->values))
-            continue;
-        if (a == nbr_select_baseline(nbr_comm_library_usable(state, layout->coll)))
-            *fallback = *count;
-        needs |= a->needs;
-        candidates[(*count)++] = a;
-    }
-    int rc = nbr_comm_provide(state, needs); /* collective, agreed */
-    /* a rank that cannot plan a candidate prices it at infinity, so the
-     * job's price (the max) rules it out on every rank */
-    for (int k = 0; rc == NBR_SUCCESS && k < *count; k++)
-        price(state, candidates[k], layout, call, &prices[k]);
-    return rc;
-}
+/* No trial for calls priced above this: a trial runs a few dozen calls, some
+ * of slower plans, which at seconds per call a program calling a few times
+ * would not win back. Up to it the trial costs a few seconds at most, and
+ * it is needed there: on one node of 8, Moore d3 r1 with 4 MiB blocks
+ * (60-90 ms a call), halving beat MPI by 12-18 % in two grids where the
+ * price (and so auto without a trial) chose MPI. It was 100 ms until the
+ * emulated 4 x 4 cluster priced leader and halving alike at 107 ms with 1
+ * MiB blocks (RSG 0.4, 0.7, Moore d2 r2: both at the interfaces' floor),
+ * where registry order then kept leader; on RSG 0.7 its median was
+ * 0.92-0.94x of halving's in three grids. */
+#define NBR_TRIAL_MAX_SECONDS 0.2
 
-int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, double *job,
-                          double *slowest)
+static void trial_sides(nbr_comm_t *state, const double *job, const double *slowest,
+                        const nbr_algorithm_t *const *candidates, int n, int best, int fallback,
+                        nbr_decision_t *d)
 {
-    int nodes = state->locality.num_nodes > 0 ? state->locality.num_nodes : 1;
-    int node = state->locality.node_of ? state->locality.node_of[state->rank] : 0;
-    size_t cells = (size_t)n * (size_t)nodes * 2; /* [candidate][node][out, in] */
-    double *seconds = malloc(((size_t)n + 1) * sizeof(double));
-    double *bytes = calloc(cells + 1, sizeof(double));
-    double *sums = malloc((cells + 1) * sizeof(double));
-    int rc = nbr_agree(state->comm, seconds && bytes && sums ? NBR_SUCCESS : NBR_ERR_NOMEM);
-    if (rc != NBR_SUCCESS)
-        goto out;
-    for (int k = 0; k < n; k++) {
-        seconds[k] = mine[k].seconds;
-        bytes[((size_t)k * nodes + node) * 2] = mine[k].net_out_bytes;
-        bytes[((size_t)k * nodes + node) * 2 + 1] = mine[k].net_in_bytes;
-    }
-    int mrc = MPI_Allreduce(seconds, job, n, MPI_DOUBLE, MPI_MAX, state->comm);
-    if (mrc == MPI_SUCCESS)
-        mrc = MPI_Allreduce(bytes, sums, (int)cells, MPI_DOUBLE, MPI_SUM, state->comm);
-    if (mrc != MPI_SUCCESS) {
-        rc = nbr_mpi_failed("MPI_Allreduce", mrc);
-        goto out;
-    }
-    if (slowest) /* before the interfaces' bound is folded in */
-        memcpy(slowest, job, (size_t)n * sizeof(double));
-    for (int k = 0; k < n; k++)
-        job[k] = nbr_sim_job_price(&state->config.machine, job[k],
-                                   &sums[(size_t)k * nodes * 2], nodes);
-out:
-    free(seconds);
-    free(bytes);
-    free(sums);
-    return rc;
+    int taken[NBR_TRIAL_SIDES];
+    int num = nbr_select_trial_sides(job, slowest, n, best, fallback, NBR_TRIAL_SIDES, taken);
+    d->num_sides = 0;
+    if (state->config.auto_trials <= 0 || state->nranks < 2 || num < 2 ||
+        job[best] > NBR_TRIAL_MAX_SECONDS)
+        return;
+    for (int t = 0; t < num; t++)
+        d->sides[t] = candidates[taken[t]];
+    d->num_sides = num;
+    state->trials++;
 }
 
 /* The side a trial's next call runs. Round k starts at its k-th side, so
@@ -253,54 +253,369 @@ int nbr_trial_side(const nbr_decision_t *trial)
     return (trial->trial_calls + round) % sides;
 }
 
-int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_layout_t *layout,
-                    int persistent, int blocking, const nbr_algorithm_t **chosen,
-                    nbr_decision_t **trial)
+/* ------------------------------------------------------ a decision */
+
+/* The price reduce's values: [candidate] each's slowest rank (MAX, as
+ * bits), then [candidate][node][out, in] the bytes through each node's
+ * interfaces (SUM). */
+static size_t price_values(int n, int nodes)
 {
-    nbr_call_kind_t kind = call->kind;
-    nbr_decision_t *known = persistent ? NULL : nbr_comm_decision(state, kind, call->block_bytes);
-    *trial = NULL;
-    if (known) {
-        known->last_use = ++state->decision_clock;
-        *chosen = known->algorithm;
-        if (blocking && known->num_sides > 0) {
-            *chosen = known->sides[nbr_trial_side(known)];
-            *trial = known;
-        }
-        return NBR_SUCCESS;
+    return (size_t)n * (1 + 2 * (size_t)nodes);
+}
+
+static int nodes_of(const nbr_comm_t *state)
+{
+    return state->locality.num_nodes > 0 ? state->locality.num_nodes : 1;
+}
+
+static void free_facts(nbr_deciding_t *d)
+{
+    for (int k = 0; k < d->count; k++) {
+        nbr_comm_free_call_facts(d->candidates[k], d->facts[k]);
+        d->facts[k] = NULL;
     }
-    int count = nbr_algorithm_count(), n = 0, fallback = -1, rc = NBR_SUCCESS;
-    const nbr_algorithm_t **candidates = malloc((size_t)count * sizeof(*candidates));
-    nbr_sim_parts_t *mine = malloc(((size_t)count + 1) * sizeof(*mine));
-    double *job = malloc(((size_t)count + 1) * sizeof(double));
-    double *slowest = malloc(((size_t)count + 1) * sizeof(double));
-    rc = nbr_agree(state->comm,
-                   candidates && mine && job && slowest ? NBR_SUCCESS : NBR_ERR_NOMEM);
-    if (rc != NBR_SUCCESS)
-        goto out;
-    /* the candidates are the same on every rank: they depend on the
-     * communicator and the collective only */
-    NBR_CHECK(nbr_select_local_prices(state, layout, call, candidates, mine, &n, &fallback));
-    NBR_CHECK(nbr_select_job_prices(state, mine, n, job, slowest));
-    int best = nbr_select_choose(job, n, fallback);
+}
+
+void nbr_decide_begin(nbr_deciding_t *d, nbr_comm_t *state, nbr_stream_t *stream,
+                      unsigned long long call_number, const nbr_priced_call_t *call,
+                      const nbr_layout_t *layout, int tag_base)
+{
+    memset(d, 0, sizeof *d);
+    d->state = state;
+    d->stream = stream;
+    d->call_number = call_number;
+    d->call = *call;
+    d->layout = layout;
+    d->tag_base = tag_base;
+    d->signature = signature_of(call, layout);
+    int unchanged = stream && stream->decision.valid && stream->signature == d->signature &&
+                    !(stream->redecide_from > stream->decided_at &&
+                      call_number >= stream->redecide_from);
+    int64_t s = (int64_t)call->send_block_bytes, q = (int64_t)call->recv_block_bytes;
+    if (!nbr_call_uniform(call->kind))
+        s = q = 0;
+    int64_t sizes[6] = {NBR_SUCCESS, unchanged, s, -s, q, -q};
+    memcpy(d->sizes, sizes, sizeof sizes);
+    d->stage = DECIDE_SIZES;
+    nbr_reduce_begin(&d->reduce, state->comm, tag_base + NBR_TAG_DECIDE_IN_CALL, d->sizes, 6, NULL,
+                     NBR_REDUCE_MIN, NULL);
+}
+
+/* Where every rank's blocks were one size, that size; else none. */
+static size_t uniform_of(const nbr_deciding_t *d)
+{
+    const int64_t *v = d->sizes;
+    if (!nbr_call_uniform(d->call.kind) || v[2] != -v[3] || v[4] != -v[5] || v[2] != v[4])
+        return NBR_NOT_UNIFORM;
+    return (size_t)v[2];
+}
+
+/* The next candidate whose call facts exchange is due, started; 0: none left. */
+static int next_facts(nbr_deciding_t *d)
+{
+    while (d->facts_next < d->count) {
+        int k = d->facts_next++;
+        if (!nbr_algorithm_needs_call_facts(d->candidates[k], d->layout))
+            continue;
+        int run = 0;
+        for (int j = 0; j < k; j++)
+            run += nbr_algorithm_needs_call_facts(d->candidates[j], d->layout);
+        if (run >= NBR_FACTS_RUNS_IN_CALL - 1) /* the call's own keeps the last */
+            continue;
+        nbr_comm_facts_begin(d->state, d->candidates[k], d->layout, d->call.values,
+                             d->tag_base + NBR_TAG_FACTS_IN_CALL + run * NBR_ENGINE_TAGS,
+                             &d->facts_run);
+        d->facts_run_started = MPI_Wtime();
+        d->facts_run_of = k;
+        return 1;
+    }
+    return 0;
+}
+
+/* Where the agreed block sizes of an allgather or alltoall are not one
+ * size, auto leaves the library out (the same verdict on every rank:
+ * uniform_bytes is agreed). Open MPI 4.1's alltoall fails a rank whose send
+ * and receive sizes differ before it sends, and its nonblocking
+ * collectives stop a schedule at its first truncated receive: either way
+ * peers wait for messages that never come, where MPI asks only that each
+ * sender match its receivers. nbrcoll's own messages keep the rule of one
+ * edge ("Short and long blocks" in docs/ARCHITECTURE.md). */
+static int library_refuses(const nbr_deciding_t *d, const nbr_algorithm_t *candidate)
+{
+    return candidate->library && nbr_call_uniform(d->call.kind) &&
+           d->uniform_bytes == NBR_NOT_UNIFORM;
+}
+
+/* The sizes are agreed and some rank's changed: price every candidate,
+ * after the call facts exchanges of those that have them. */
+static void reprice_begin(nbr_deciding_t *d)
+{
+    nbr_comm_t *state = d->state;
+    d->count = candidates_of(state, d->layout->coll, d->call.values != NULL, d->candidates,
+                             &d->fallback);
+    d->uniform_bytes = uniform_of(d);
+    for (int k = 0; k < d->count; k++)
+        if (library_refuses(d, d->candidates[k]))
+            d->candidates[k] = nbr_baseline_algorithm(); /* naive: the same plan and price */
+    d->stage = DECIDE_FACTS;
+    d->facts_next = 0;
+    if (!next_facts(d))
+        d->stage = DECIDE_PRICE; /* no exchange: straight to the prices */
+}
+
+static void prices_begin(nbr_deciding_t *d)
+{
+    nbr_comm_t *state = d->state;
+    int n = d->count, nodes = nodes_of(state);
+    int node = state->locality.node_of ? state->locality.node_of[state->rank] : 0;
+    size_t values = price_values(n, nodes);
+    d->stage = DECIDE_PRICES;
+    d->prices = state->decide_room;
+    d->scratch = state->decide_room + values;
+    d->ops = (uint8_t *)(state->decide_room + 3 * values);
+    memset(d->prices, 0, values * sizeof(int64_t));
+    for (int k = 0; k < n; k++) {
+        nbr_sim_parts_t parts = {.seconds = INFINITY};
+        /* a rank that cannot plan a candidate prices it at infinity, so the
+         * job's price (the max) rules it out on every rank */
+        if (d->status == NBR_SUCCESS &&
+            (d->facts_rc[k] == NBR_SUCCESS || d->facts_rc[k] == NBR_ERR_TYPE_MISMATCH))
+            price(state, d->candidates[k], d->layout, &d->call, d->uniform_bytes, d->facts[k],
+                  d->facts_seconds[k], &parts);
+        d->prices[k] = nbr_reduce_from_double(parts.seconds);
+        d->ops[k] = NBR_REDUCE_MAX;
+        int64_t *bytes = d->prices + n + ((size_t)k * nodes + node) * 2;
+        bytes[0] = (int64_t)parts.net_out_bytes;
+        bytes[1] = (int64_t)parts.net_in_bytes;
+    }
+    memset(d->ops + n, NBR_REDUCE_SUM, values - (size_t)n);
+    nbr_reduce_begin(&d->reduce, state->comm, d->tag_base + NBR_TAG_DECIDE_IN_CALL + 1, d->prices,
+                     (int)values, d->ops, NBR_REDUCE_MAX, d->scratch);
+}
+
+/* The job's price of each candidate from the reduced values: the slowest
+ * rank (slowest) or the busiest node's interfaces, whichever is longer;
+ * cells: room for 2 x nodes doubles. */
+static void job_prices(const nbr_comm_t *state, const int64_t *reduced, int n, double *cells,
+                       double *job, double *slowest)
+{
+    int nodes = nodes_of(state);
+    for (int k = 0; k < n; k++) {
+        const int64_t *b = reduced + n + (size_t)k * nodes * 2;
+        for (int c = 0; c < 2 * nodes; c++)
+            cells[c] = (double)b[c];
+        slowest[k] = nbr_reduce_to_double(reduced[k]);
+        job[k] = nbr_sim_job_price(&state->config.machine, slowest[k], cells, nodes);
+    }
+}
+
+/* Keeps the outcome in the stream (a blocking stream's winner goes on
+ * trial) and takes the chosen candidate's call facts for the call. */
+static void commit(nbr_deciding_t *d, const double *job, const double *slowest, int best)
+{
+    nbr_comm_t *state = d->state;
+    d->algorithm = d->candidates[best];
+    d->chosen_facts = d->facts[best];
+    d->chosen_digest = d->digests[best];
+    d->chosen_facts_rc = d->facts_rc[best];
+    d->facts[best] = NULL;
+    nbr_stream_t *stream = d->stream;
+    if (!stream)
+        return;
+    nbr_decision_t *kept = &stream->decision;
+    if (kept->valid && kept->num_sides > 0)
+        state->trials--; /* replaced while on trial */
+    *kept = (nbr_decision_t){.valid = 1, .algorithm = d->algorithm,
+                             .uniform_bytes = d->uniform_bytes, .kind = d->call.kind};
+    if (stream == nbr_comm_stream(state, d->call.kind, 1))
+        trial_sides(state, job, slowest, d->candidates, d->count, best, d->fallback, kept);
+}
+
+static int end(nbr_deciding_t *d, int status)
+{
+    d->stage = DECIDE_DONE;
+    free_facts(d);
+    if (status == NBR_SUCCESS && d->stream) {
+        d->stream->signature = d->signature;
+        d->stream->decided_at = d->call_number;
+        d->stream->decision.uniform_bytes = d->uniform_bytes;
+    }
+    return status;
+}
+
+/* The sizes reduce is done: keep the decision, take the configured
+ * algorithm, or price. */
+static int sizes_agreed(nbr_deciding_t *d, int *done)
+{
+    nbr_comm_t *state = d->state;
+    int status = (int)d->sizes[0];
+    if (status == NBR_SUCCESS)
+        status = d->reduce.status;
+    if (status != NBR_SUCCESS) {
+        *done = 1;
+        return end(d, status);
+    }
+    d->uniform_bytes = uniform_of(d);
+    if (d->sizes[1] && d->stream) { /* nobody's sizes changed: as it was */
+        d->algorithm = d->stream->decision.algorithm;
+        d->uniform_bytes = d->stream->decision.uniform_bytes;
+        *done = 1;
+        return end(d, NBR_SUCCESS);
+    }
+    if (state->config.algorithm) {
+        d->algorithm = state->config.algorithm;
+        if (d->stream)
+            d->stream->decision = (nbr_decision_t){.valid = 1, .algorithm = d->algorithm,
+                                                   .uniform_bytes = d->uniform_bytes,
+                                                   .kind = d->call.kind};
+        *done = 1;
+        return end(d, NBR_SUCCESS);
+    }
+    reprice_begin(d);
+    return NBR_SUCCESS;
+}
+
+static int prices_agreed(nbr_deciding_t *d)
+{
+    nbr_comm_t *state = d->state;
+    int n = d->count;
+    double job[NBR_MAX_ALGORITHMS], slowest[NBR_MAX_ALGORITHMS];
+    if (d->reduce.status != NBR_SUCCESS)
+        return end(d, d->reduce.status);
+    job_prices(state, d->prices, n, (double *)d->scratch, job, slowest); /* scratch: free now */
+    int best = nbr_select_choose(job, n, d->fallback);
     if (best < 0) {
-        NBR_ERROR("auto: no algorithm could plan this %s on every rank", nbr_call_name(kind));
-        rc = NBR_ERR_INTERNAL;
-        goto out;
+        NBR_ERROR("auto: no algorithm could plan this %s on every rank", nbr_call_name(d->call.kind));
+        return end(d, NBR_ERR_INTERNAL);
     }
     /* a call that moves nothing anywhere (the baseline costs nothing on
      * every rank) says nothing about the next: take it, decide again then */
-    if (fallback >= 0 && job[fallback] <= 0)
-        best = fallback;
-    else if (!persistent)
-        keep_decision(state, call, job, slowest, candidates, n, best, fallback);
-    log_prices(state, kind, layout, job, candidates, n, best);
-    *chosen = candidates[best];
-out:
-    free(candidates);
-    free(mine);
-    free(job);
-    free(slowest);
+    int nothing = d->fallback >= 0 && job[d->fallback] <= 0;
+    if (nothing)
+        best = d->fallback;
+    log_prices(state, d->call.kind, d->layout, job, d->candidates, n, best);
+    commit(d, job, slowest, best);
+    d->fresh = 1;
+    int rc = end(d, NBR_SUCCESS);
+    if (nothing && d->stream)
+        d->stream->redecide_from = d->call_number + 1;
+    return rc;
+}
+
+int nbr_decide_advance(nbr_deciding_t *d, int *done, int *moved)
+{
+    int finished = 0;
+    *done = 0;
+    for (;;) {
+        switch (d->stage) {
+        case DECIDE_SIZES:
+            *moved |= nbr_reduce_advance(&d->reduce, &finished);
+            if (!finished)
+                return NBR_SUCCESS;
+            int rc = sizes_agreed(d, done);
+            if (*done)
+                return rc;
+            break;
+        case DECIDE_FACTS:
+            *moved |= nbr_comm_facts_advance(&d->facts_run, &finished);
+            if (!finished)
+                return NBR_SUCCESS;
+            int k = d->facts_run_of;
+            d->facts_rc[k] = nbr_comm_facts_end(&d->facts_run, &d->facts[k], &d->digests[k]);
+            d->facts_seconds[k] = MPI_Wtime() - d->facts_run_started;
+            if (!next_facts(d))
+                prices_begin(d);
+            break;
+        case DECIDE_PRICE:
+            prices_begin(d);
+            break;
+        case DECIDE_PRICES:
+            *moved |= nbr_reduce_advance(&d->reduce, &finished);
+            if (!finished)
+                return NBR_SUCCESS;
+            *done = 1;
+            return prices_agreed(d);
+        default:
+            *done = 1;
+            return NBR_ERR_INTERNAL;
+        }
+    }
+}
+
+int nbr_decide(nbr_deciding_t *d, nbr_comm_t *state, nbr_stream_t *stream,
+               unsigned long long call_number, const nbr_priced_call_t *call,
+               const nbr_layout_t *layout, int tag_base)
+{
+    int done = 0, rc = NBR_SUCCESS;
+    nbr_decide_begin(d, state, stream, call_number, call, layout, tag_base);
+    while (!done) {
+        int moved = 0;
+        rc = nbr_decide_advance(d, &done, &moved);
+        if (!done && !moved && !nbr_progress_all())
+            sched_yield(); /* ranks may share cores: let the peer run */
+    }
+    return rc;
+}
+
+void nbr_decide_free(nbr_deciding_t *d)
+{
+    free_facts(d);
+    nbr_comm_free_call_facts(d->algorithm, d->chosen_facts);
+    d->chosen_facts = NULL;
+}
+
+/* ------------------------------------------------ the parts, for tests */
+
+int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
+                            const nbr_priced_call_t *call, int tag_base,
+                            const nbr_algorithm_t **candidates, nbr_sim_parts_t *prices,
+                            int *count, int *fallback)
+{
+    *count = candidates_of(state, layout->coll, call->values != NULL, candidates, fallback);
+    for (int k = 0, run = 0; k < *count; k++) {
+        void *facts = NULL;
+        uint64_t digest = 0;
+        double started = MPI_Wtime();
+        int rc = NBR_SUCCESS;
+        if (nbr_algorithm_needs_call_facts(candidates[k], layout))
+            rc = nbr_comm_call_facts(state, candidates[k], layout, call->values,
+                                     tag_base + NBR_TAG_FACTS_IN_CALL + NBR_ENGINE_TAGS * run++,
+                                     &facts, &digest);
+        prices[k] = (nbr_sim_parts_t){.seconds = INFINITY};
+        if (rc == NBR_SUCCESS || rc == NBR_ERR_TYPE_MISMATCH)
+            price(state, candidates[k], layout, call,
+                  nbr_call_uniform(call->kind) ? call->send_block_bytes : NBR_NOT_UNIFORM, facts,
+                  MPI_Wtime() - started, &prices[k]);
+        nbr_comm_free_call_facts(candidates[k], facts);
+    }
+    return NBR_SUCCESS;
+}
+
+int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, int tag_base,
+                          double *job, double *slowest)
+{
+    int nodes = nodes_of(state);
+    int node = state->locality.node_of ? state->locality.node_of[state->rank] : 0;
+    size_t values = price_values(n, nodes);
+    if (!state->decide_room || values > state->decide_room_values)
+        return NBR_ERR_INTERNAL; /* the same on every rank */
+    int64_t *v = state->decide_room, *scratch = v + values;
+    uint8_t *ops = (uint8_t *)(v + 3 * values);
+    double own[NBR_MAX_ALGORITHMS];
+    memset(v, 0, values * sizeof(int64_t));
+    memset(ops, NBR_REDUCE_SUM, values);
+    for (int k = 0; k < n; k++) {
+        v[k] = nbr_reduce_from_double(mine[k].seconds);
+        ops[k] = NBR_REDUCE_MAX;
+        v[n + ((size_t)k * nodes + node) * 2] = (int64_t)mine[k].net_out_bytes;
+        v[n + ((size_t)k * nodes + node) * 2 + 1] = (int64_t)mine[k].net_in_bytes;
+    }
+    nbr_reduce_t r;
+    nbr_reduce_begin(&r, state->comm, tag_base + NBR_TAG_DECIDE_IN_CALL + 1, v, (int)values, ops,
+                     NBR_REDUCE_MAX, scratch);
+    int rc = nbr_reduce_wait(&r);
+    if (rc == NBR_SUCCESS)
+        job_prices(state, v, n, (double *)scratch, job, slowest ? slowest : own);
     return rc;
 }
 
@@ -390,7 +705,9 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
     size_t used = 0;
     for (int t = 0; t < sides; t++) {
         keep = job[t] < job[keep] ? t : keep;
-        base = trial->sides[t] == baseline ? t : base;
+        /* naive stands in for the library where the sizes keep it out */
+        base = trial->sides[t] == baseline || trial->sides[t] == nbr_baseline_algorithm() ? t
+                                                                                       : base;
         if (used < sizeof text)
             used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %.1f us",
                                      t ? ", " : "", trial->sides[t]->name, job[t] * 1e6);
@@ -407,9 +724,9 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
      * not settled by one trial's few calls (on one node of 8, Moore d3 r1
      * at 64 KiB kept combining at 0.68x of halving) */
     int again = keep != 0 && !trial->retried;
-    NBR_INFO("comm %d: auto's %s for %s (block %zu bytes, middle half of %d calls): %s: %s %s",
+    NBR_INFO("comm %d: auto's %s for blocking %s (middle half of %d calls): %s: %s %s",
              state->id, trial->retried ? "second trial" : "trial",
-             nbr_call_name(trial->kind), trial->block_bytes, calls, text,
+             nbr_call_name(trial->kind), calls, text,
              again ? "a second trial for" : "keeps", trial->sides[keep]->name);
     if (again) {
         const nbr_algorithm_t *first = trial->sides[keep], *close[NBR_TRIAL_SIDES];

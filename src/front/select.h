@@ -1,52 +1,128 @@
-/* Automatic selection on a communicator: see select.c. */
+/* What a call runs, decided on facts every rank of the communicator
+ * shares (select.c; docs/ARCHITECTURE.md, "Selection").
+ *
+ * A communicator's calls of one collective in one form are a stream
+ * (front/comm.h). Its first call, and its calls number 4, 16, 64, 256 and
+ * every 256th after (and the next one after nbr_comm_retune), are
+ * decision points: every rank knows which calls they are without asking
+ * another. At a decision point every rank contributes its sizes to one
+ * reduce; where any rank's changed since the last decision (or there was
+ * none), auto prices every candidate on every rank (a call facts exchange
+ * first for those that need one), a second reduce makes the prices the
+ * job's, and every rank takes the same cheapest; a configured algorithm
+ * needs only the first reduce, for the block size its relays assume.
+ * Between decision points a call runs the stream's decision as it stands,
+ * whatever this rank's sizes: relays over the agreed block size check it
+ * with a guard (exec/executor.h) and fall back to naive where a rank
+ * differs; a blocking stream then takes the sizes the guard learnt for its
+ * next call (blocking calls follow each other on every rank). Both reduces are tagged point-to-point (base/reduce.h), so a
+ * nonblocking call at a decision point waits for them in flight, not in
+ * its start.
+ *
+ * The trial: a price is an estimate, so a blocking stream's decision is
+ * checked on its next calls: the priced winner and its rivals (the
+ * baseline when another plan won; the other plans priced within 2x of the
+ * winner) run in turns, each call timed by the caller, the first round
+ * not counted (it pays for each plan's first run), then nbr_auto_trials
+ * counted rounds, or more for cheap calls (as many as fit in 100 ms per
+ * side, at most 100, alg/select.h); the side whose middle half of calls
+ * (each call's time: its slowest rank's) was fastest on average is kept
+ * from then on, but a plan of nbrcoll's own must beat the baseline by 3 %;
+ * when the kept one is not the priced winner, a second trial (the winner,
+ * that one, the others that beat the winner within 10 % of the fastest,
+ * and the baseline) decides. No trial when the winner is priced above
+ * 200 ms a call (select.c says why). */
 #ifndef NBR_FRONT_SELECT_H
 #define NBR_FRONT_SELECT_H
 
+#include "base/reduce.h"
 #include "front/comm.h"
 #include "plan/sim.h"
 
-/* The algorithm for a call (its kind, value indices, buffers: call) of
- * this layout: the decision kept for its signature, else every candidate
- * priced on every rank and one allreduce, which makes it
- * collective: every rank must call it for the same calls (they do: the
- * signatures every rank sees are the same, alg/select.h). persistent:
- * always decide anew, keep nothing. A call that moves nothing on any rank
- * takes the baseline (alg/select.h) and keeps no decision.
- *
- * The trial: a price is an estimate, so a kept decision is checked on the
- * next blocking calls of its signature: the priced winner and its rivals
- * (the baseline when another plan won; the other plans priced within 2x
- * of the winner) run in turns, each call timed by the caller, the first
- * round not counted (it pays for each plan's first run), then
- * nbr_auto_trials counted rounds, or more for cheap calls (as many as fit
- * in 100 ms per side, at most 100, alg/select.h); the side whose middle
- * half of calls (each call's time: its slowest rank's) was fastest on
- * average is kept from
- * then on, but a plan of nbrcoll's own must beat the baseline by 3 %; when the kept one is not the priced
- * winner, a second trial (the winner, that one, the others that beat the
- * winner within 10 % of the fastest, and the baseline) decides.
- * *trial is set when this call is one of them: time it and report it with
- * nbr_comm_trial_record, on every rank (the last report is collective).
- * Nonblocking calls meanwhile run the priced winner, untimed. No trial
- * when the winner is priced above 200 ms a call (select.c says why). */
 /* What a call's price depends on besides its layout. */
 typedef struct nbr_priced_call {
     nbr_call_kind_t kind;
-    /* allgather, alltoall: the block's bytes from the call's count and
-     * type (a rank without neighbors has no slot that says it) */
-    size_t block_bytes;
+    /* allgather, alltoall: the blocks' bytes from the call's counts and
+     * types, sent and received (a rank without neighbors has no slot
+     * that says them) */
+    size_t send_block_bytes, recv_block_bytes;
     const nbr_value_index_t *values; /* an _ext call's value indices, or NULL */
     int device_buffers;              /* its buffers are on GPUs */
     int expected_starts; /* runs its set-up is spread over (nbr_expected_starts) */
 } nbr_priced_call_t;
 
-int nbr_comm_select(nbr_comm_t *state, const nbr_priced_call_t *call, const nbr_layout_t *layout,
-                    int persistent, int blocking, const nbr_algorithm_t **chosen,
-                    nbr_decision_t **trial);
+/* The stream of a call of kind (blocking or not). */
+static inline nbr_stream_t *nbr_comm_stream(nbr_comm_t *state, nbr_call_kind_t kind, int blocking)
+{
+    return &state->streams[kind][blocking != 0];
+}
 
-/* The decision kept for the signature of a call of this kind and block
- * bytes (allgather and alltoall; ignored for the others), or NULL. */
-nbr_decision_t *nbr_comm_decision(nbr_comm_t *state, nbr_call_kind_t kind, size_t block_bytes);
+/* Whether call number n of stream is a decision point (shared facts only:
+ * n, whether the stream has a decision and when it asked for the next). */
+int nbr_stream_due(const nbr_comm_t *state, const nbr_stream_t *stream, nbr_call_kind_t kind,
+                   unsigned long long n);
+
+/* What the next call of stream runs between decision points: the
+ * configured algorithm, the stream's decision, or for a blocking call
+ * under trial the trial's side (*trial set: time the call and report it
+ * with nbr_comm_trial_record). */
+const nbr_algorithm_t *nbr_stream_algorithm(const nbr_comm_t *state, nbr_stream_t *stream,
+                                            int blocking, nbr_decision_t **trial);
+
+/* A decision under way. */
+typedef struct nbr_deciding {
+    nbr_comm_t *state;
+    nbr_stream_t *stream; /* NULL: a persistent request's, kept nowhere */
+    unsigned long long call_number; /* in the stream */
+    nbr_priced_call_t call;
+    const nbr_layout_t *layout; /* the call's, alive until the decision ends */
+    int tag_base;
+    int stage;
+    uint64_t signature;
+    int64_t sizes[6]; /* status, unchanged, send bytes and its negation, receive ... */
+    nbr_reduce_t reduce;
+    /* repricing */
+    int count, fallback, facts_next;
+    const nbr_algorithm_t *candidates[NBR_MAX_ALGORITHMS];
+    void *facts[NBR_MAX_ALGORITHMS];
+    uint64_t digests[NBR_MAX_ALGORITHMS];
+    int facts_rc[NBR_MAX_ALGORITHMS];
+    nbr_facts_run_t facts_run;
+    int facts_run_of;          /* the candidate whose exchange runs */
+    double facts_run_started;
+    double facts_seconds[NBR_MAX_ALGORITHMS];
+    int64_t *prices;   /* [candidate], then [candidate][node][out, in] bytes */
+    uint8_t *ops;
+    int64_t *scratch;
+    int status; /* this rank's, before the price reduce */
+    /* the outcome */
+    const nbr_algorithm_t *algorithm;
+    int fresh; /* priced anew (else the stream's decision as it was, or the configured one) */
+    size_t uniform_bytes;
+    void *chosen_facts; /* the chosen one's call facts, if it has them: the caller's */
+    uint64_t chosen_digest;
+    int chosen_facts_rc;
+} nbr_deciding_t;
+
+/* Starts deciding a call of stream (NULL: a persistent request's _init)
+ * on layout, on the decision's tags of the call's window (tag_base). */
+void nbr_decide_begin(nbr_deciding_t *d, nbr_comm_t *state, nbr_stream_t *stream,
+                      unsigned long long call_number, const nbr_priced_call_t *call,
+                      const nbr_layout_t *layout, int tag_base);
+/* Moves it on without waiting; *done = 1 once decided: returns the status
+ * (the same on every rank), the outcome in d. The stream's decision is
+ * updated then. Returns whether anything moved until then. */
+int nbr_decide_advance(nbr_deciding_t *d, int *done, int *moved);
+/* begin + advance to the end: the status. */
+int nbr_decide(nbr_deciding_t *d, nbr_comm_t *state, nbr_stream_t *stream,
+               unsigned long long call_number, const nbr_priced_call_t *call,
+               const nbr_layout_t *layout, int tag_base);
+/* What it holds (the chosen facts stay the caller's once taken). */
+void nbr_decide_free(nbr_deciding_t *d);
+
+/* Whether algorithm, for an allgather, relays blocks of other ranks (so
+ * that its plan depends on every rank's block size). */
+int nbr_relays_allgather(const nbr_algorithm_t *algorithm, nbr_call_kind_t kind);
 
 /* The index in trial->sides of the side its next call runs: round k of
  * the trial starts at its k-th side. */
@@ -56,22 +132,19 @@ int nbr_trial_side(const nbr_decision_t *trial);
  * failed on this rank); the trial's last one agrees on the outcome. */
 int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double seconds);
 
-/* The part before the allreduces, every rank for itself: the candidates
- * (the same on every rank; at most nbr_algorithm_count()), this rank's
- * price of each in parts (seconds INFINITY: it cannot plan it; the bytes
- * through its node's interfaces) and the index of the fallback (the
- * baseline, alg/select.h).
- * Collective only in gathering the candidates' set-up facts. Exposed for
- * tests: ranks may well prefer different algorithms. */
+/* The parts of a decision, blocking, for tests: the candidates (the same
+ * on every rank) and this rank's price of each in parts (seconds INFINITY:
+ * it cannot plan it), with the index of the fallback (the baseline);
+ * collective in the call facts exchanges of the candidates that have
+ * them, on tag_base's window. Then the job's price of each from every
+ * rank's parts (collective): the slowest rank's seconds or the busiest
+ * node's interfaces, whichever is longer; slowest (if not NULL): the
+ * slowest rank's seconds alone. */
 int nbr_select_local_prices(nbr_comm_t *state, const nbr_layout_t *layout,
-                            const nbr_priced_call_t *call, const nbr_algorithm_t **candidates,
-                            nbr_sim_parts_t *prices, int *count, int *fallback);
-
-/* The job's price of each of n candidates from every rank's parts
- * (collective): the slowest rank's seconds or the busiest node's
- * interfaces, whichever is longer. job holds n; so does slowest, when not
- * NULL: the slowest rank's seconds alone. */
-int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, double *job,
-                          double *slowest);
+                            const nbr_priced_call_t *call, int tag_base,
+                            const nbr_algorithm_t **candidates, nbr_sim_parts_t *prices,
+                            int *count, int *fallback);
+int nbr_select_job_prices(nbr_comm_t *state, const nbr_sim_parts_t *mine, int n, int tag_base,
+                          double *job, double *slowest);
 
 #endif

@@ -113,6 +113,10 @@ typedef struct nbr_plan {
     char *notes;              /* the builder's account of its pattern, when asked */
     size_t notes_length, notes_capacity;
     nbr_plan_stats_t stats;
+    /* What every run ends in on this rank, found when it was built: a
+     * self-loop whose block is longer than its slot is MPI's truncation
+     * (NBR_ERR_TYPE_MISMATCH), and the run still goes on for the peers. */
+    int local_status;
 } nbr_plan_t;
 
 /* Building: init, then begin_phase / add ops, then seal. */

@@ -56,6 +56,9 @@ void check_graph(const nbr_graph_t *g, const std::string &what, const char *algo
     for (int n : {0, 1, 7, 1000, 65537}) {
         std::vector<int> send(n + 1), got((size_t)n * indeg + 1, -1),
             want((size_t)n * indeg + 1, -1);
+        // another block size: its calls decide again (else a relay keeps
+        // the agreed size, and its guard falls back to naive's messages)
+        EXPECT_EQ(nbr_comm_retune(c.comm), NBR_SUCCESS);
         // blocking, with the off-socket bound on the counters
         nbrtest::fill_ints(send, me, 0);
         EXPECT_EQ(nbr_reset_counters(c.comm), NBR_SUCCESS);
@@ -222,10 +225,11 @@ TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
             std::vector<nbr_sim_parts_t> mine(cand.size() + 1);
             std::vector<double> own(cand.size() + 1), job(cand.size() + 1);
             int count = 0, fallback = -1;
-            const nbr_priced_call_t priced = {NBR_CALL_ALLGATHER, (size_t)n * sizeof(int), nullptr,
-                                              0, 1};
-            EXPECT_EQ(nbr_select_local_prices(state, &layout, &priced, cand.data(), mine.data(),
-                                              &count, &fallback),
+            const nbr_priced_call_t priced = {NBR_CALL_ALLGATHER, (size_t)n * sizeof(int),
+                                              (size_t)n * sizeof(int), nullptr, 0, 1};
+            const int tags = nbr_comm_next_tag_base(state, 0);
+            EXPECT_EQ(nbr_select_local_prices(state, &layout, &priced, tags, cand.data(),
+                                              mine.data(), &count, &fallback),
                       NBR_SUCCESS);
             nbr_layout_free(&layout);
             for (int k = 0; k < count; k++)
@@ -235,9 +239,12 @@ TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
             MPI_Allreduce(&local, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
             MPI_Allreduce(&local, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
             differing += low != high;
-            EXPECT_EQ(nbr_select_job_prices(state, mine.data(), count, job.data(), nullptr), NBR_SUCCESS);
+            EXPECT_EQ(nbr_select_job_prices(state, mine.data(), count, tags, job.data(), nullptr),
+                      NBR_SUCCESS);
             const int expected = nbr_select_choose(job.data(), count, fallback);
-            // the call itself, bit-exact, and what it chose
+            // the call itself, bit-exact, and what it chose (decided
+            // afresh for this block size)
+            EXPECT_EQ(nbr_comm_retune(c.comm), NBR_SUCCESS);
             std::vector<int> send(n, me), got((size_t)n * indeg + 1, -1),
                 want((size_t)n * indeg + 1, -1);
             nbrtest::fill_ints(send, me, n);
@@ -265,14 +272,12 @@ TEST_F(HostAlgorithms, AutoChoosesAlikeWhereRanksPreferDifferently)
     }
 }
 
-// What auto decided (and the state of its trial) for allgather blocks of
-// `bytes` on the communicator of state; nullptr when nothing is kept.
-const nbr_decision_t *allgather_decision(const nbr_comm_t *state, size_t bytes)
+// What auto decided (and the state of its trial) for the blocking
+// allgathers on the communicator of state; nullptr before any.
+const nbr_decision_t *allgather_decision(nbr_comm_t *state)
 {
-    for (const nbr_decision_t &x : state->decisions)
-        if (x.valid && x.kind == NBR_CALL_ALLGATHER && x.block_bytes == bytes)
-            return &x;
-    return nullptr;
+    const nbr_decision_t *d = &nbr_comm_stream(state, NBR_CALL_ALLGATHER, 1)->decision;
+    return d->valid ? d : nullptr;
 }
 
 // auto's trial: after the deciding call, the priced winner and then each of
@@ -324,7 +329,7 @@ TEST_F(HostAlgorithms, AutoTrialRunsEverySideThenAgrees)
         // the trial's sides, as the decision holds them
         nbr_comm_t *state = nullptr;
         ASSERT_EQ(nbr_comm_get(c.comm, MPI_INFO_NULL, &state), NBR_SUCCESS);
-        const nbr_decision_t *d = allgather_decision(state, n * sizeof(int));
+        const nbr_decision_t *d = allgather_decision(state);
         ASSERT_NE(d, nullptr);
         int pending = -1;
         EXPECT_EQ(nbr_comm_trial_pending(c.comm, nullptr), NBR_ERR_ARG);
@@ -572,14 +577,15 @@ TEST_F(HostAlgorithms, AutoTrialsOnlyWhereCallsAreCheap)
     nbr_comm_t *state = nullptr;
     ASSERT_EQ(nbr_comm_get(c.comm, MPI_INFO_NULL, &state), NBR_SUCCESS);
     const int indeg = (int)c.in.size();
-    for (int n : {4, 262144}) { // 16 B and 1 MiB blocks
+    for (int n : {4, 262144}) { // 16 B and 1 MiB blocks, each decided afresh
+        EXPECT_EQ(nbr_comm_retune(c.comm), NBR_SUCCESS);
         std::vector<int> send(n), got((size_t)n * indeg + 1, -1), want((size_t)n * indeg + 1, -1);
         nbrtest::fill_ints(send, me, n);
         EXPECT_EQ(nbr_neighbor_allgather(send.data(), n, MPI_INT, got.data(), n, MPI_INT, c.comm),
                   NBR_SUCCESS);
         MPI_Neighbor_allgather(send.data(), n, MPI_INT, want.data(), n, MPI_INT, c.comm);
         EXPECT_EQ(got, want) << n << " ints, rank " << me;
-        const nbr_decision_t *d = allgather_decision(state, n * sizeof(int));
+        const nbr_decision_t *d = allgather_decision(state);
         ASSERT_NE(d, nullptr);
         if (n == 4)
             EXPECT_GE(d->num_sides, 2) << "16 B blocks: a trial";

@@ -154,7 +154,10 @@ TEST(NaivePlans, ZeroByteAllgatherSendsNothing)
         EXPECT_EQ(job.plans[r].num_ops, 0);
 }
 
-TEST(NaivePlans, SelfLoopSizeMismatchIsAnError)
+// A self-loop follows one edge's rule: a longer block than its slot is
+// the rank's mismatch, carried by the plan (the run still goes on for the
+// peers), and a shorter one is copied into the slot's front.
+TEST(NaivePlans, SelfLoopOfAnotherLengthFollowsOneEdgesRule)
 {
     const int src[] = {0, 0};
     const int dst[] = {0, 0};
@@ -163,9 +166,20 @@ TEST(NaivePlans, SelfLoopSizeMismatchIsAnError)
     LayoutParams p;
     p.coll = NBR_COLL_ALLTOALLV;
     p.block = 4;
-    WholeJob job(&g.graph, p);
-    job.layouts[0].send[1].bytes = job.layouts[0].recv[1].bytes + 1;
-    EXPECT_EQ(job.build(naive()), NBR_ERR_TYPE_MISMATCH);
+    for (int longer : {1, 0}) {
+        WholeJob job(&g.graph, p);
+        const size_t slot = 4;
+        job.layouts[0].recv[1].bytes = slot;
+        job.layouts[0].send[1].bytes = longer ? slot + 1 : slot - 1;
+        ASSERT_EQ(job.build(naive()), NBR_SUCCESS);
+        const nbr_plan_t &plan = job.plans[0];
+        EXPECT_EQ(plan.local_status, longer ? NBR_ERR_TYPE_MISMATCH : NBR_SUCCESS);
+        size_t copied = 0;
+        for (int i = 0; i < plan.num_ops; ++i)
+            if (plan.ops[i].kind == NBR_OP_COPY && plan.ops[i].offset == job.layouts[0].recv[1].offset)
+                copied += plan.ops[i].bytes;
+        EXPECT_EQ(copied, longer ? 0 : slot - 1) << (longer ? "longer" : "shorter");
+    }
 }
 
 } // namespace
