@@ -422,6 +422,9 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     /* From here a step may fail on some ranks only: agree before any
      * collective, so that no rank is left behind without state. */
     NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
+    int busy = state->indegree > 0 || state->outdegree > 0, all_busy = 1;
+    NBR_MPI_CHECK(MPI_Allreduce(&busy, &all_busy, 1, MPI_INT, MPI_MIN, comm));
+    state->idle_ranks = !all_busy;
     /* Every rank runs every step up to the next agreement whatever its
      * check found, so that agreement carries the check's verdict too. */
     int graph = config.check_graph ? check_graph(state) : NBR_SUCCESS;

@@ -151,6 +151,11 @@ typedef struct nbr_comm {
      * neighbor k is block k (graphs). See read_neighbors in comm.c. */
     int topology;
     int user_indegree, user_outdegree;
+    /* Some rank has no neighbor at all (agreed at set-up). PETSc's PetscSF
+     * skips its neighborhood calls on such ranks, which MPI does not
+     * allow but Open MPI and MPICH tolerate: under auto nothing may then
+     * wait for every rank (front/select.h). */
+    int idle_ranks;
     int *in_block, *out_block;
     int cart_both_ways; /* a periodic dimension of size 1 or 2 (every rank agrees) */
     nbr_config_t config; /* with the communicator's algorithm (NULL: auto) */

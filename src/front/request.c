@@ -387,6 +387,8 @@ static void prepare_step(nbr_request_t req, int *moved)
     for (;;) {
         switch (req->stage) {
         case NBR_STAGE_CHOOSE: {
+            if (req->persistent && !req->algorithm)
+                req->algorithm = nbr_standing_algorithm(state, req->priced.kind);
             int due = req->persistent ? persistent_decides(req)
                                       : nbr_stream_due(state, req->stream, req->priced.kind,
                                                        req->stream_call);
@@ -398,7 +400,7 @@ static void prepare_step(nbr_request_t req, int *moved)
                 break;
             }
             if (!req->persistent) {
-                req->algorithm = nbr_stream_algorithm(state, req->stream, req->call.blocking,
+                req->algorithm = nbr_stream_algorithm(state, req->stream, req->priced.kind, req->call.blocking,
                                                       &req->trial);
                 req->uniform_bytes = req->stream->decision.valid
                                          ? req->stream->decision.uniform_bytes
@@ -419,7 +421,7 @@ static void prepare_step(nbr_request_t req, int *moved)
             req->algorithm = d->algorithm;
             req->uniform_bytes = d->uniform_bytes;
             if (!d->fresh && req->stream) /* a kept decision: a trial may be under way */
-                req->algorithm = nbr_stream_algorithm(state, req->stream, req->call.blocking,
+                req->algorithm = nbr_stream_algorithm(state, req->stream, req->priced.kind, req->call.blocking,
                                                       &req->trial);
             /* the chosen candidate's call facts serve the call */
             void *facts = d->chosen_facts;

@@ -39,7 +39,15 @@ int nbr_relays_allgather(const nbr_algorithm_t *algorithm, nbr_call_kind_t kind)
  * configured algorithm's that relays allgather blocks (the block size). */
 static int decides(const nbr_comm_t *state, nbr_call_kind_t kind)
 {
-    return !state->config.algorithm || nbr_relays_allgather(state->config.algorithm, kind);
+    return !nbr_standing_algorithm(state, kind) ||
+           nbr_relays_allgather(state->config.algorithm, kind);
+}
+
+const nbr_algorithm_t *nbr_standing_algorithm(const nbr_comm_t *state, nbr_call_kind_t kind)
+{
+    if (state->config.algorithm || !state->idle_ranks)
+        return state->config.algorithm;
+    return nbr_select_baseline(nbr_comm_library_usable(state, nbr_call_shape(kind)));
 }
 
 int nbr_stream_due(const nbr_comm_t *state, const nbr_stream_t *stream, nbr_call_kind_t kind,
@@ -52,12 +60,13 @@ int nbr_stream_due(const nbr_comm_t *state, const nbr_stream_t *stream, nbr_call
 }
 
 const nbr_algorithm_t *nbr_stream_algorithm(const nbr_comm_t *state, nbr_stream_t *stream,
-                                            int blocking, nbr_decision_t **trial)
+                                            nbr_call_kind_t kind, int blocking,
+                                            nbr_decision_t **trial)
 {
     nbr_decision_t *d = &stream->decision;
     *trial = NULL;
     if (!d->valid)
-        return state->config.algorithm;
+        return nbr_standing_algorithm(state, kind);
     if (blocking && d->num_sides > 0) {
         *trial = d;
         return d->sides[nbr_trial_side(d)];

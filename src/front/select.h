@@ -67,7 +67,15 @@ int nbr_stream_due(const nbr_comm_t *state, const nbr_stream_t *stream, nbr_call
  * under trial the trial's side (*trial set: time the call and report it
  * with nbr_comm_trial_record). */
 const nbr_algorithm_t *nbr_stream_algorithm(const nbr_comm_t *state, nbr_stream_t *stream,
-                                            int blocking, nbr_decision_t **trial);
+                                            nbr_call_kind_t kind, int blocking,
+                                            nbr_decision_t **trial);
+
+/* What calls of kind run without deciding: the configured algorithm, or
+ * under auto where some rank has no neighbor at all the baseline (a rank
+ * may then skip its calls, as PETSc does, so no reduce may need every
+ * rank, and only a plan of one message per edge leaves such ranks out);
+ * NULL: auto decides. */
+const nbr_algorithm_t *nbr_standing_algorithm(const nbr_comm_t *state, nbr_call_kind_t kind);
 
 /* A decision under way. */
 typedef struct nbr_deciding {
