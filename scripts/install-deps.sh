@@ -12,6 +12,8 @@ PACKAGES=(
   python3 gnuplot-nox                     # bench/grid.sh: report and plots
   zlib1g-dev                              # bench: Matrix Market files, gzipped
   slurm-wlm munge                         # bench/batch test: a private local Slurm
+  petsc-dev libpetsc3.18-dev-examples     # tests/apps: PETSc's SF tests, unmodified
+  python3-mpi4py                          # tests/apps: mpi4py's neighborhood calls
 )
 
 missing=()

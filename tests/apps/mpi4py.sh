@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# mpi4py.sh MPIEXEC DROPIN_LIB [ALGORITHMS]: mpi4py_neighbors.py (every
+# neighborhood call mpi4py offers) at 2, 3, 4 and 8 ranks, plain and under
+# the drop-in with auto and each of ALGORITHMS on virtual nodes of 2; every
+# output must be plain Open MPI's and report every rank right. Debian's
+# python3-mpi4py (the system python3). Exit 77 (skipped) without it.
+set -euo pipefail
+mpiexec=$1 dropin=$2 algorithms=${3:-naive mpi leader halving combining aggregate dedup}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+python=/usr/bin/python3
+program=$(dirname "$0")/mpi4py_neighbors.py
+if ! "$python" -c "import mpi4py" 2>/dev/null; then
+  echo "mpi4py: skipped: $python has no mpi4py (python3-mpi4py)"
+  exit 77
+fi
+launches=0 failed=0
+for np in 2 3 4 8; do
+  plain=$(timeout 60 "$mpiexec" --oversubscribe -np "$np" "$python" "$program" 2>&1) || {
+    echo "mpi4py: plain MPI fails at $np ranks"; echo "$plain" | tail -5; exit 1; }
+  if grep -q "every rank: False" <<<"$plain"; then
+    echo "mpi4py: plain MPI gets its own checks wrong at $np ranks"; exit 1
+  fi
+  for alg in auto $algorithms; do
+    vars=(-x LD_PRELOAD="$dropin" -x NBR_DEVICE=off -x NBR_RANKS_PER_NODE=2)
+    [[ $alg == auto ]] || vars+=(-x NBR_ALGORITHM="$alg")
+    launches=$((launches + 1))
+    if ! with=$(timeout 60 "$mpiexec" --oversubscribe -np "$np" "${vars[@]}" "$python" \
+                  "$program" 2>&1); then
+      echo "FAIL $np ranks, $alg: exit status $? (124: a hang)"
+      failed=$((failed + 1))
+    elif [[ "$with" != "$plain" ]]; then
+      echo "FAIL $np ranks, $alg: output differs from plain MPI's"
+      diff <(echo "$plain") <(echo "$with") | head -10 || true
+      failed=$((failed + 1))
+    fi
+  done
+done
+echo "mpi4py: $(wc -l <<<"$plain") calls reported per launch at 4 rank counts x $((launches / 4)) drop-in configurations: $launches launches, $failed failed"
+[[ $failed == 0 ]]
