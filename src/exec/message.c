@@ -113,7 +113,7 @@ static int repeated_byte(size_t bytes, MPI_Datatype *type)
         NBR_MPI_CHECK(MPI_Type_vector((int)bytes, 1, 0, MPI_BYTE, type));
     } else {
         size_t count = bytes / NBR_MESSAGE_BLOCK, rest = bytes % NBR_MESSAGE_BLOCK;
-        if (count > INT_MAX)
+        if (count > INT_MAX) /* over 2^61 bytes: no message of a real job */
             return NBR_ERR_UNSUPPORTED;
         NBR_MPI_CHECK(MPI_Type_vector((int)NBR_MESSAGE_BLOCK, 1, 0, MPI_BYTE, &block));
         NBR_MPI_CHECK(MPI_Type_create_hvector((int)count, 1, 0, block, &blocks));

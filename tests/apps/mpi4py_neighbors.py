@@ -147,28 +147,23 @@ def run(comm, label, call):
     rdispls = offsets(rcounts)
     send_v = ints([rank * 1000 + call for _ in range(sum(scounts))] or [0])
     recv_v = filled(max(1, sum(rcounts)))
+    bytes_s = [int(d) * 4 for d in sdispls]
+    bytes_r = [int(d) * 4 for d in rdispls]
+    forms = {
+        "alltoallv": ([send_v, scounts, sdispls, MPI.INT], [recv_v, rcounts, rdispls, MPI.INT]),
+        "alltoallw": ([send_v, scounts, bytes_s, [MPI.INT] * outdeg],
+                      [recv_v, rcounts, bytes_r, [MPI.INT] * indeg]),
+    }
     for blocking in (True, False):
-        reset(recv_v)
-        args = ([send_v, scounts, sdispls, MPI.INT], [recv_v, rcounts, rdispls, MPI.INT])
-        if blocking:
-            comm.Neighbor_alltoallv(*args)
-        else:
-            comm.Ineighbor_alltoallv(*args).Wait()
-        ok = all(recv_v[rdispls[j] + i] == sources[j] * 1000 + call
-                 for j in range(indeg) for i in range(rcounts[j]))
-        report(f"{label} {'Neighbor' if blocking else 'Ineighbor'}_alltoallv", recv_v, ok)
-        reset(recv_v)
-        bytes_s = [int(d) * 4 for d in sdispls]
-        bytes_r = [int(d) * 4 for d in rdispls]
-        wargs = ([send_v, scounts, bytes_s, [MPI.INT] * outdeg],
-                 [recv_v, rcounts, bytes_r, [MPI.INT] * indeg])
-        if blocking:
-            comm.Neighbor_alltoallw(*wargs)
-        else:
-            comm.Ineighbor_alltoallw(*wargs).Wait()
-        ok = all(recv_v[rdispls[j] + i] == sources[j] * 1000 + call
-                 for j in range(indeg) for i in range(rcounts[j]))
-        report(f"{label} {'Neighbor' if blocking else 'Ineighbor'}_alltoallw", recv_v, ok)
+        for form, args in forms.items():
+            reset(recv_v)
+            prefix = "Neighbor_" if blocking else "Ineighbor_"
+            started = getattr(comm, prefix + form)(*args)
+            if not blocking:
+                started.Wait()
+            ok = all(recv_v[rdispls[j] + i] == sources[j] * 1000 + call
+                     for j in range(indeg) for i in range(rcounts[j]))
+            report(f"{label} {prefix}{form}", recv_v, ok)
     # object forms
     got = comm.neighbor_allgather({"rank": rank, "call": call})
     report(f"{label} neighbor_allgather (objects)", ints([g["rank"] for g in got]),
