@@ -30,12 +30,6 @@ static void lists_free(lists_t *l)
     free(l->item);
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* out: each rank's distinct out-neighbors, itself excluded (self-loops
  * are local copies); in: the transpose. */
 static int active_lists(int n, const int *out_offsets, const int *out_targets, lists_t *out,
@@ -57,7 +51,7 @@ static int active_lists(int n, const int *out_offsets, const int *out_targets, l
         int *list = out->item + out_offsets[p], k = 0, m = out_offsets[p + 1] - out_offsets[p];
         out->start[p] = out_offsets[p];
         memcpy(list, out_targets + out_offsets[p], (size_t)m * sizeof(int));
-        qsort(list, (size_t)m, sizeof(int), cmp_int);
+        qsort(list, (size_t)m, sizeof(int), nbr_compare_ints);
         for (int i = 0; i < m; i++)
             if (list[i] != p && (k == 0 || list[k - 1] != list[i]))
                 list[k++] = list[i];
@@ -101,7 +95,7 @@ static int find_friends(int n, const lists_t *out, const lists_t *in, int theta,
         }
         num_touched = friends;
         if (friends < (n - p) / 16) {
-            qsort(touched, (size_t)num_touched, sizeof(int), cmp_int);
+            qsort(touched, (size_t)num_touched, sizeof(int), nbr_compare_ints);
         } else {
             num_touched = 0;
             for (int q = p + 1; q < n; q++)

@@ -49,12 +49,6 @@ typedef struct sim {
     nbr_halving_pattern_t *out;
 } sim_t;
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 static int wanted(const sim_t *s, int r)
 {
     return !s->want || s->want[r];
@@ -70,7 +64,7 @@ static int initial_holding(sim_t *s, int r)
     int *t = nbr_ints_dup(s->out_targets + first, n);
     if (!t)
         return NBR_ERR_NOMEM;
-    qsort(t, (size_t)n, sizeof(int), cmp_int);
+    qsort(t, (size_t)n, sizeof(int), nbr_compare_ints);
     int m = 0;
     for (int i = 0; i < n; i++)
         if (t[i] != r && (m == 0 || t[m - 1] != t[i]))
@@ -205,7 +199,7 @@ static int weigh(const sim_t *s, const int *d, int nd, int ylo, int yhi, int *we
                 touched[num++] = from[i] - ylo;
     }
     if (num < ny / 16) {
-        qsort(touched, (size_t)num, sizeof(int), cmp_int);
+        qsort(touched, (size_t)num, sizeof(int), nbr_compare_ints);
     } else { /* most of the half: a sweep beats a sort */
         num = 0;
         for (int y = 0; y < ny; y++)
@@ -433,12 +427,12 @@ static int final_phase(sim_t *s)
                 }
             }
         if (num_targets > 1) /* targets is NULL until the first */
-            qsort(targets, (size_t)num_targets, sizeof(int), cmp_int);
+            qsort(targets, (size_t)num_targets, sizeof(int), nbr_compare_ints);
         for (int k = 0; k < num_targets && rc == NBR_SUCCESS; k++) {
             int t = targets[k], nb = 0;
             for (int i = 0; i < h->num; i++)
                 if (bsearch(&t, h->entries[i].targets, (size_t)h->entries[i].num_targets,
-                            sizeof(int), cmp_int))
+                            sizeof(int), nbr_compare_ints))
                     blocks[nb++] = h->entries[i].src;
             count[t] = 0;
             if (wanted(s, p))

@@ -1,4 +1,5 @@
-/* Growing arrays: the one realloc pattern of the library. */
+/* Growing arrays: the one realloc pattern of the library; and the one
+ * qsort order of ints. */
 #ifndef NBR_GROW_H
 #define NBR_GROW_H
 
@@ -44,6 +45,13 @@ static inline int *nbr_ints_dup(const int *src, int n)
     if (copy && n > 0)
         memcpy(copy, src, (size_t)n * sizeof(int));
     return copy;
+}
+
+/* qsort's comparison for ascending ints. */
+static inline int nbr_compare_ints(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
 }
 
 #endif

@@ -24,6 +24,7 @@
  * (sender of the block, edge occurrence) on both ends. */
 #include "alg/leader/leader_pattern.h"
 
+#include "base/grow.h"
 #include "base/settings.h"
 
 #include <nbrcoll.h>
@@ -141,12 +142,6 @@ static const char *rank_list(const int *ranks, int n, char *text, size_t size)
 
 /* ------------------------------------------------------------ set-up */
 
-static int compare_int(const void *x, const void *y)
-{
-    int a = *(const int *)x, c = *(const int *)y;
-    return a < c ? -1 : a > c;
-}
-
 /* Receiving side: for each remote sender, its receivers on my node (one
  * entry per edge, ascending) and their landing ranks. */
 static int index_node_receivers(builder_t *b, nbr_leader_pattern_t *pat)
@@ -222,7 +217,7 @@ static int index_destinations(builder_t *b, nbr_leader_pattern_t *pat)
         for (int jj = 0; jj < deg; jj++)
             if (node_of(b, in->destinations[jj]) == node)
                 d[nd++] = in->destinations[jj];
-        qsort(d, (size_t)nd, sizeof(int), compare_int);
+        qsort(d, (size_t)nd, sizeof(int), nbr_compare_ints);
         total += landing_set(b, d, nd, pat->send_landing + total);
     }
     pat->send_first[deg] = total;
