@@ -21,8 +21,13 @@ install(FILES ${PROJECT_BINARY_DIR}/nbrcollConfig.cmake
   ${PROJECT_BINARY_DIR}/nbrcollConfigVersion.cmake DESTINATION ${NBR_CMAKE_DIR})
 
 # Name the MPI's own pkg-config module when it has one (Open MPI: ompi-c,
-# MPICH: mpich), so `pkg-config --cflags nbrcoll` finds mpi.h too.
-pkg_search_module(NBR_PC_MPI QUIET ompi-c mpich mpi)
+# MPICH: mpich), so `pkg-config --cflags nbrcoll` finds mpi.h too: the
+# module of the MPI built against (a Debian machine may have both).
+if(NBR_MPI_FLAVOR STREQUAL "openmpi")
+  pkg_search_module(NBR_PC_MPI QUIET ompi-c mpi)
+elseif(NBR_MPI_FLAVOR STREQUAL "mpich")
+  pkg_search_module(NBR_PC_MPI QUIET mpich)
+endif()
 set(NBR_PC_REQUIRES "${NBR_PC_MPI_MODULE_NAME}")
 # Relocatable: the prefix is found from where the .pc file lies, so
 # `cmake --install --prefix DIR` anywhere gives a working file.

@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   cmake gcc g++ make pkg-config
   libopenmpi-dev openmpi-bin libucx-dev
+  libmpich-dev mpich                      # the second MPI (-DNBR_MPI=mpich)
   libhwloc-dev libgtest-dev
   hipcc libamdhip64-dev librocm-smi-dev   # HIP compile checks; no GPU needed
   iproute2                                # bench/cluster: namespaces, tc

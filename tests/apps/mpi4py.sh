@@ -2,29 +2,36 @@
 # mpi4py.sh MPIEXEC DROPIN_LIB [ALGORITHMS]: mpi4py_neighbors.py (every
 # neighborhood call mpi4py offers) at 2, 3, 4 and 8 ranks, plain and under
 # the drop-in with auto and each of ALGORITHMS on virtual nodes of 2; every
-# output must be plain Open MPI's and report every rank right. Debian's
+# output must be plain MPI's and report every rank right. Debian's
 # python3-mpi4py (the system python3). Exit 77 (skipped) without it.
 set -euo pipefail
 mpiexec=$1 dropin=$2 algorithms=${3:-naive halving combining aggregate}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/../scripts/launcher.sh"
+nbr_launcher "$mpiexec"
 python=/usr/bin/python3
 program=$(dirname "$0")/mpi4py_neighbors.py
 if ! "$python" -c "import mpi4py" 2>/dev/null; then
   echo "mpi4py: skipped: $python has no mpi4py (python3-mpi4py)"
   exit 77
 fi
+mpi4py_lib=$("$python" -c "import mpi4py; mpi4py.rc.initialize = False
+from mpi4py import MPI; print(MPI.__file__)")
+if [[ "$(nbr_mpi_of "$mpi4py_lib")" != "$(nbr_mpi_of "$dropin")" ]]; then
+  echo "mpi4py: skipped: mpi4py runs on $(nbr_mpi_of "$mpi4py_lib"), the drop-in on $(nbr_mpi_of "$dropin")"
+  exit 77
+fi
 launches=0 failed=0
 for np in 2 3 4 8; do
-  plain=$(timeout 60 "$mpiexec" --oversubscribe -np "$np" "$python" "$program" 2>&1) || {
+  plain=$(timeout 60 "${launch[@]}" -np "$np" "$python" "$program" 2>&1) || {
     echo "mpi4py: plain MPI fails at $np ranks"; echo "$plain" | tail -5; exit 1; }
   if grep -q "every rank: False" <<<"$plain"; then
     echo "mpi4py: plain MPI gets its own checks wrong at $np ranks"; exit 1
   fi
   for alg in auto $algorithms; do
-    vars=(-x LD_PRELOAD="$dropin" -x NBR_DEVICE=off -x NBR_RANKS_PER_NODE=2)
-    [[ $alg == auto ]] || vars+=(-x NBR_ALGORITHM="$alg")
+    vars=(env LD_PRELOAD="$dropin" NBR_DEVICE=off NBR_RANKS_PER_NODE=2)
+    [[ $alg == auto ]] || vars+=(NBR_ALGORITHM="$alg")
     launches=$((launches + 1))
-    if ! with=$(timeout 60 "$mpiexec" --oversubscribe -np "$np" "${vars[@]}" "$python" \
+    if ! with=$(timeout 60 "${launch[@]}" -np "$np" "${vars[@]}" "$python" \
                   "$program" 2>&1); then
       echo "FAIL $np ranks, $alg: exit status $? (124: a hang)"
       failed=$((failed + 1))

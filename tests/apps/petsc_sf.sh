@@ -6,11 +6,12 @@
 # MPI_Ineighbor_alltoallv), plain and under the drop-in with auto and each
 # of ALGORITHMS (default: naive; the library's call is auto's choice
 # there) on virtual nodes of 2. Every output
-# must be plain Open MPI's, byte for byte (iterations and residual norms
+# must be plain MPI's, byte for byte (iterations and residual norms
 # included). Exit 77 (skipped) where PETSc or its examples are missing.
 set -euo pipefail
 mpiexec=$1 dropin=$2 algorithms=${3:-naive}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/../scripts/launcher.sh"
+nbr_launcher "$mpiexec"
 examples=$(ls -d /usr/share/petsc/3.*/share/petsc/examples/src 2>/dev/null | tail -1)
 if ! pkg-config --exists PETSc || [[ -z $examples ]]; then
   echo "petsc_sf: skipped: PETSc's pkg-config file or its examples (libpetsc3.18-dev-examples) not installed"
@@ -44,22 +45,26 @@ for run in "${runs[@]}"; do
   exe=$work/${prog/\//_}
   [[ -x $exe ]] && continue
   # shellcheck disable=SC2046 # pkg-config's words on purpose
-  mpicc -O1 -w "$examples/${source[${prog%%/*}]}/${prog#*/}.c" -o "$exe" $(pkg-config --cflags --libs PETSc)
+  "$(pkg-config --variable=ccompiler PETSc)" -O1 -w "$examples/${source[${prog%%/*}]}/${prog#*/}.c" -o "$exe" $(pkg-config --cflags --libs PETSc)
   built+=("$prog")
 done
+if [[ "$(nbr_mpi_of "$exe")" != "$(nbr_mpi_of "$dropin")" ]]; then
+  echo "petsc_sf: skipped: PETSc runs on $(nbr_mpi_of "$exe"), the drop-in on $(nbr_mpi_of "$dropin")"
+  exit 77
+fi
 launches=0 failed=0
 for run in "${runs[@]}"; do
   read -r np prog args <<<"$run"
   exe=$work/${prog/\//_}
   # shellcheck disable=SC2086 # the arguments' words on purpose
-  plain=$(timeout 60 "$mpiexec" --oversubscribe -np "$np" "$exe" $args -sf_type neighbor 2>&1) || {
+  plain=$(timeout 60 "${launch[@]}" -np "$np" "$exe" $args -sf_type neighbor 2>&1) || {
     echo "petsc_sf: plain MPI fails $prog $args at $np ranks"; exit 1; }
   for alg in auto $algorithms; do
-    vars=(-x LD_PRELOAD="$dropin" -x NBR_DEVICE=off -x NBR_RANKS_PER_NODE=2)
-    [[ $alg == auto ]] || vars+=(-x NBR_ALGORITHM="$alg")
+    vars=(env LD_PRELOAD="$dropin" NBR_DEVICE=off NBR_RANKS_PER_NODE=2)
+    [[ $alg == auto ]] || vars+=(NBR_ALGORITHM="$alg")
     launches=$((launches + 1))
     # shellcheck disable=SC2086
-    if ! with=$(timeout 60 "$mpiexec" --oversubscribe -np "$np" "${vars[@]}" "$exe" $args \
+    if ! with=$(timeout 60 "${launch[@]}" -np "$np" "${vars[@]}" "$exe" $args \
                   -sf_type neighbor 2>&1); then
       echo "FAIL $prog $args, $np ranks, $alg: exit status $? (124: a hang)"
       failed=$((failed + 1))

@@ -6,10 +6,11 @@
 # not run).
 set -euo pipefail
 mpiexec=$1 np=$2 program=$3 dropin=$4 algorithms=${5:-auto naive halving leader aggregate}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/../scripts/launcher.sh"
+nbr_launcher "$mpiexec"
 for algorithm in $algorithms; do
-  out=$("$mpiexec" --oversubscribe -np "$np" -x LD_PRELOAD="$dropin" -x NBR_DEVICE=off \
-    -x NBR_ALGORITHM="$algorithm" -x NBR_RANKS_PER_NODE=2 "$program" 2>/dev/null)
+  out=$("${launch[@]}" -np "$np" env LD_PRELOAD="$dropin" NBR_DEVICE=off \
+    NBR_ALGORITHM="$algorithm" NBR_RANKS_PER_NODE=2 "$program" 2>/dev/null)
   for want in "MPI_IN_PLACE sendbuf: MPI_ERR_ARG, MPI_ERR_ARG, MPI_ERR_ARG" \
               "MPI_IN_PLACE recvbuf: MPI_ERR_ARG, MPI_ERR_ARG, MPI_ERR_ARG" \
               "no topology: MPI_ERR_TOPOLOGY, MPI_ERR_TOPOLOGY, MPI_ERR_TOPOLOGY" \

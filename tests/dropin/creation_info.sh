@@ -5,15 +5,16 @@
 # combining algorithm its creation info names.
 set -euo pipefail
 mpiexec=$1 np=$2 program=$3 dropin=$4
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/../scripts/launcher.sh"
+nbr_launcher "$mpiexec"
 # The plain run has no nbrcoll in it: under the sanitizer pass, Open MPI's
 # own leaks there (its persistent collectives) are not ours to report.
 plain=$(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-  "$mpiexec" --oversubscribe -np "$np" "$program")
+  "${launch[@]}" -np "$np" "$program")
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-with=$("$mpiexec" --oversubscribe -np "$np" -x LD_PRELOAD="$dropin" -x NBR_LOG=info \
-  -x NBR_DEVICE=off "$program" 2>"$log")
+with=$("${launch[@]}" -np "$np" env LD_PRELOAD="$dropin" NBR_LOG=info NBR_DEVICE=off \
+  "$program" 2>"$log")
 echo "plain MPI: $plain"
 echo "drop-in:   $with"
 [[ "$plain" == "$with" ]] || { echo "creation_info: outputs differ" >&2; cat "$log" >&2; exit 1; }

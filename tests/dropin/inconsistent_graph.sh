@@ -5,10 +5,11 @@
 # two ranks and their counts.
 set -euo pipefail
 mpiexec=$1 np=$2 program=$3 dropin=$4
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/../scripts/launcher.sh"
+nbr_launcher "$mpiexec"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-out=$("$mpiexec" --oversubscribe -np "$np" -x LD_PRELOAD="$dropin" -x NBR_DEVICE=off \
+out=$("${launch[@]}" -np "$np" env LD_PRELOAD="$dropin" NBR_DEVICE=off \
   "$program" 2>"$log")
 echo "$out"
 want="MPI_ERR_TOPOLOGY (blocking), MPI_ERR_TOPOLOGY (nonblocking), MPI_ERR_TOPOLOGY (persistent), request null"

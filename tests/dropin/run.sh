@@ -11,11 +11,12 @@
 set -euo pipefail
 mpiexec=$1 np=$2 program=$3 dropin=$4 algorithms=${5:-naive combining aggregate}
 expected=${6:-}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/../scripts/launcher.sh"
+nbr_launcher "$mpiexec"
 # The plain run has no nbrcoll in it: under the sanitizer pass, Open MPI's
 # own leaks there (its persistent collectives) are not ours to report.
 plain=$(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-  "$mpiexec" --oversubscribe -np "$np" "$program")
+  "${launch[@]}" -np "$np" "$program")
 echo "plain MPI:      $plain"
 if [[ -n $expected ]]; then
   [[ "$plain" == "$expected" ]] || echo "(plain MPI differs from the expected output; not compared)"
@@ -23,8 +24,8 @@ if [[ -n $expected ]]; then
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-with=$("$mpiexec" --oversubscribe -np "$np" -x LD_PRELOAD="$dropin" -x NBR_LOG=info \
-  -x NBR_DEVICE=off "$program" 2>"$log")
+with=$("${launch[@]}" -np "$np" env LD_PRELOAD="$dropin" NBR_LOG=info NBR_DEVICE=off \
+  "$program" 2>"$log")
 echo "drop-in (auto): $with"
 [[ "$plain" == "$with" ]] || { echo "dropin: outputs differ" >&2; cat "$log" >&2; exit 1; }
 grep -q "info\] comm 0: $np ranks" "$log" ||
@@ -32,8 +33,8 @@ grep -q "info\] comm 0: $np ranks" "$log" ||
 grep -m1 "info\] comm 0:" "$log"
 # (auto keeps the library on one node: force nbrcoll's own plans)
 for algorithm in $algorithms; do
-  own=$("$mpiexec" --oversubscribe -np "$np" -x LD_PRELOAD="$dropin" \
-    -x NBR_ALGORITHM="$algorithm" -x NBR_RANKS_PER_NODE=2 -x NBR_DEVICE=off "$program")
+  own=$("${launch[@]}" -np "$np" env LD_PRELOAD="$dropin" \
+    NBR_ALGORITHM="$algorithm" NBR_RANKS_PER_NODE=2 NBR_DEVICE=off "$program")
   printf 'drop-in (%s): %s\n' "$algorithm" "$own"
   [[ "$plain" == "$own" ]] || { echo "dropin: $algorithm's output differs" >&2; exit 1; }
 done

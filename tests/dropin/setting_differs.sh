@@ -6,14 +6,15 @@
 # on every rank, creation succeeds.
 set -euo pipefail
 mpiexec=$1 np=$2 program=$3 dropin=$4
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "$0")/../scripts/launcher.sh"
+nbr_launcher "$mpiexec"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-common=(-x LD_PRELOAD="$dropin" -x NBR_DEVICE=off)
+common=(env LD_PRELOAD="$dropin" NBR_DEVICE=off)
 for setting in NBR_DISABLE=1 NBR_ALGORITHM=halving NBR_RANKS_PER_NODE=1 NBR_CHECK_GRAPH=0; do
   name=${setting%%=*}
   # rank 0 alone: its launcher's rank variable (Open MPI's, or PMI's)
-  out=$("$mpiexec" --oversubscribe "${common[@]}" -np "$np" bash -c \
+  out=$("${launch[@]}" -np "$np" "${common[@]}" bash -c \
     'if [[ ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-}} == 0 ]]; then export "$1"; fi; exec "$2"' \
     setting_differs "$setting" "$program" 2>"$log")
   got=$(grep -c "creation MPI_ERR_INFO_VALUE, communicator null" <<<"$out" || true)
@@ -22,7 +23,7 @@ for setting in NBR_DISABLE=1 NBR_ALGORITHM=halving NBR_RANKS_PER_NODE=1 NBR_CHEC
   grep -q "$name" "$log" ||
     { echo "setting_differs ($setting): the log does not name $name" >&2; cat "$log" >&2; exit 1; }
   echo "setting_differs: $setting on rank 0 alone: MPI_ERR_INFO_VALUE on all $np ranks"
-  out=$("$mpiexec" --oversubscribe "${common[@]}" -x "$setting" -np "$np" "$program" 2>/dev/null)
+  out=$("${launch[@]}" -np "$np" "${common[@]}" "$setting" "$program" 2>/dev/null)
   got=$(grep -c "creation succeeded, communicator made" <<<"$out" || true)
   [[ "$got" == "$np" ]] ||
     { echo "setting_differs ($setting on every rank): $got of $np ranks made it" >&2; echo "$out" >&2; exit 1; }

@@ -64,23 +64,16 @@ if ((long)); then
 fi
 count=$((last - first + 1))
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Open MPI's launcher refuses more ranks than cores without --oversubscribe;
-# MPICH's mpiexec does not know the flag
-launcher=("$mpiexec")
-if "$mpiexec" --version 2>&1 | grep -qiE 'open mpi|openrte'; then
-  launcher+=(--oversubscribe)
-fi
+source "$(dirname "$0")/../scripts/launcher.sh"
+nbr_launcher "$mpiexec"
 
 work=${keep:-$(mktemp -d)}
 mkdir -p "$work"
 [[ -n $keep ]] || trap 'rm -rf "$work"' EXIT
 
-# launch CONFIG FIRST COUNT OUT: one mpiexec of COUNT programs from FIRST;
+# launch_batch CONFIG FIRST COUNT OUT: one mpiexec of COUNT programs from FIRST;
 # stdout in OUT.out, stderr in OUT.err; returns the exit status (124: timeout).
-# The environment goes through env(1) on the ranks, which every launcher
-# runs as it runs the program (and the launcher itself gets no LD_PRELOAD).
-launch() {
+launch_batch() {
   local config=$1 from=$2 n=$3 out=$4 exe=$program
   local -a vars=()
   if [[ $config == plain ]]; then
@@ -100,7 +93,7 @@ launch() {
   [[ -z $calls ]] || args+=(--calls-per-program "$calls")
   # shellcheck disable=SC2206 # words on purpose
   args+=($program_args)
-  timeout -k 10 "$timeout_s" "${launcher[@]}" -np "$np" env "${vars[@]}" "$exe" "${args[@]}" \
+  timeout -k 10 "$timeout_s" "${launch[@]}" -np "$np" env "${vars[@]}" "$exe" "${args[@]}" \
     >"$out.out" 2>"$out.err"
 }
 
@@ -116,7 +109,7 @@ repro() {
     [[ $config == api:* ]] && exe=$api_program
   fi
   local words="--first $from --count $((seed - from + 1))${calls:+ --calls-per-program $calls}"
-  echo "${launcher[*]} -np $np env $env_words$exe $words${program_args:+ $program_args} --trace"
+  echo "${launch[*]} -np $np env $env_words$exe $words${program_args:+ $program_args} --trace"
 }
 
 ref=$work/reference.digests
@@ -146,7 +139,7 @@ for config in $configs; do
   from=$first resumes=0 crashes=0 launches=0 stuck_from=''
   while ((from <= last)); do
     out=$work/$tag.$launches
-    launch "$config" "$from" $((last - from + 1)) "$out"
+    launch_batch "$config" "$from" $((last - from + 1)) "$out"
     rc=$?
     launches=$((launches + 1))
     grep '^program ' "$out.out" >>"$work/$tag.digests"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the build tree into a temporary prefix, builds a user project
 # against it with find_package(nbrcoll) and with pkg-config, and runs both.
-# usage: install_and_consume.sh BUILD_DIR SOURCE_DIR
+# usage: install_and_consume.sh MPIEXEC BUILD_DIR SOURCE_DIR
 set -euo pipefail
-build=$1 source=$2
+mpiexec=$1 build=$2 source=$3
+source "$(dirname "$0")/launcher.sh"
+nbr_launcher "$mpiexec"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
@@ -13,12 +15,11 @@ cmake -S "$source/tests/install/consumer" -B "$work/consumer" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 export LD_LIBRARY_PATH="$work/prefix/lib:$work/prefix/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 for exe in consumer_cmake consumer_pkgconfig; do
-  mpirun --oversubscribe -np 2 -x LD_LIBRARY_PATH "$work/consumer/$exe"
+  "${launch[@]}" -np 2 "$work/consumer/$exe"
 done
 # the drop-in linked in: nbrcoll sets the plain program's communicator up
 for exe in dropin_cmake dropin_pkgconfig; do
-  mpirun --oversubscribe -np 4 -x LD_LIBRARY_PATH -x NBR_LOG=info -x NBR_DEVICE=off \
-    "$work/consumer/$exe" 2>"$work/$exe.log"
+  "${launch[@]}" -np 4 env NBR_LOG=info NBR_DEVICE=off "$work/consumer/$exe" 2>"$work/$exe.log"
   grep -q "info\] comm 0: 4 ranks" "$work/$exe.log" ||
     { echo "$exe: nbrcoll did not take the collectives" >&2; cat "$work/$exe.log" >&2; exit 1; }
 done
