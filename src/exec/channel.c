@@ -20,13 +20,23 @@
 #define MAX_MAPPINGS 64
 
 /* Whether MPI takes device pointers: NBR_GPU_AWARE_MPI, else what the MPI
- * library says for this backend (Open MPI's MPIX_Query_*_support where its
- * header declares it), else no. The emulation says no, so CI runs the
- * staging path; NBR_GPU_AWARE_MPI=1 runs the other. */
+ * library says for this backend at run time (Open MPI's
+ * MPIX_Query_*_support where its mpi-ext.h declares it; MPICH's
+ * MPIX_GPU_query_support, which also says no where GPU support is off
+ * through MPIR_CVAR_ENABLE_GPU), else no. The emulation says no, so CI
+ * runs the staging path; NBR_GPU_AWARE_MPI=1 runs the other. */
 static int query_gpu_aware(const nbr_device_backend_t *backend, int forced)
 {
     if (forced >= 0)
         return forced;
+#if defined(MPIX_GPU_SUPPORT_CUDA) && defined(MPIX_GPU_SUPPORT_HIP)
+    int kind = strcmp(backend->name, "hip") == 0    ? MPIX_GPU_SUPPORT_HIP
+               : strcmp(backend->name, "cuda") == 0 ? MPIX_GPU_SUPPORT_CUDA
+                                                    : -1;
+    int supported = 0;
+    if (kind >= 0 && MPIX_GPU_query_support(kind, &supported) == MPI_SUCCESS)
+        return supported != 0;
+#endif
 #if defined(OMPI_HAVE_MPI_EXT_ROCM) && OMPI_HAVE_MPI_EXT_ROCM
     if (strcmp(backend->name, "hip") == 0)
         return MPIX_Query_rocm_support();
