@@ -1,6 +1,7 @@
 #include "front/comm.h"
 
 #include "base/engine.h"
+#include "base/grow.h"
 #include "base/log.h"
 #include "alg/node_lists.h"
 #include "alg/select.h"
@@ -235,6 +236,23 @@ out:
     return rc;
 }
 
+/* Whether a rank appears twice in ranks[0..n). */
+static int repeats_a_rank(const int *ranks, int n)
+{
+    if (n < 2)
+        return 0;
+    int *sorted = malloc((size_t)n * sizeof(int));
+    if (!sorted)
+        return 1; /* as if: the library is then left out where it might misplace blocks */
+    memcpy(sorted, ranks, (size_t)n * sizeof(int));
+    qsort(sorted, (size_t)n, sizeof(int), nbr_compare_ints);
+    int repeats = 0;
+    for (int i = 1; i < n && !repeats; i++)
+        repeats = sorted[i] == sorted[i - 1];
+    free(sorted);
+    return repeats;
+}
+
 static int read_neighbors(nbr_comm_t *state, MPI_Comm comm)
 {
     int rc = state->topology == MPI_CART    ? read_cart(state, comm)
@@ -422,9 +440,15 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
     /* From here a step may fail on some ranks only: agree before any
      * collective, so that no rank is left behind without state. */
     NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
-    int busy = state->indegree > 0 || state->outdegree > 0, all_busy = 1;
-    NBR_MPI_CHECK(MPI_Allreduce(&busy, &all_busy, 1, MPI_INT, MPI_MIN, comm));
-    state->idle_ranks = !all_busy;
+    /* facts of the whole graph, from every rank's lists */
+    int mine[3] = {state->indegree == 0 && state->outdegree == 0,
+                   repeats_a_rank(state->sources, state->indegree),
+                   state->user_indegree != state->user_outdegree},
+        any[3] = {0, 0, 0};
+    NBR_MPI_CHECK(MPI_Allreduce(mine, any, 3, MPI_INT, MPI_MAX, comm));
+    state->idle_ranks = any[0];
+    state->repeated_sources = any[1];
+    state->degrees_differ = any[2];
     /* Every rank runs every step up to the next agreement whatever its
      * check found, so that agreement carries the check's verdict too. */
     int graph = config.check_graph ? check_graph(state) : NBR_SUCCESS;

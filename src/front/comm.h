@@ -156,6 +156,11 @@ typedef struct nbr_comm {
      * allow but Open MPI and MPICH tolerate: under auto nothing may then
      * wait for every rank (front/select.h). */
     int idle_ranks;
+    /* Some rank lists one source twice (multigraphs, self-loops, periodic
+     * dimensions of 1 or 2), some rank's in- and out-degree differ (both
+     * agreed at set-up): facts the MPI library's own calls may get wrong
+     * (nbr_comm_library_usable). */
+    int repeated_sources, degrees_differ;
     int *in_block, *out_block;
     int cart_both_ways; /* a periodic dimension of size 1 or 2 (every rank agrees) */
     nbr_config_t config; /* with the communicator's algorithm (NULL: auto) */
@@ -288,20 +293,38 @@ int nbr_comm_pattern(nbr_comm_t *state, const nbr_algorithm_t *algorithm, const 
  * Collective over the comm: every rank passes the same needs. */
 int nbr_comm_provide(nbr_comm_t *state, unsigned needs);
 
+/* Where the MPI library's own alltoall forms deliver wrong blocks:
+ * - Open MPI up to 5.0, its nonblocking and persistent forms where both
+ *   directions of a periodic cartesian dimension reach the same rank
+ *   (MPI-4.1 section 8.6 says which block is whose; open-mpi/ompi#14416);
+ * - MPICH (4.0 here) reverses the receives of every source a rank lists
+ *   more than once, in every form, and graphs keep them in order
+ *   (pmodels/mpich#7945);
+ * - MPICH 4.0's alltoallw converts the receive counts over the
+ *   out-degree and the send counts over the in-degree: where the two
+ *   differ it moves the wrong blocks or fails (pmodels/mpich#6233, fixed
+ *   in 4.1). */
+static inline int nbr_library_misplaces_alltoall(const nbr_comm_t *state)
+{
+#if defined(MPICH_NUMVERSION)
+    return state->repeated_sources ||
+           (MPICH_NUMVERSION >= 40000000 && MPICH_NUMVERSION < 40100000 && state->degrees_differ);
+#else
+    return state->cart_both_ways;
+#endif
+}
+
 /* Whether the MPI library may run this communicator's calls of shape
  * coll itself (the library row, front/library.c): only where every rank's
  * buffers are host memory, i.e. the device layer is off, which every rank
  * agreed on at set-up (a rank on device buffers would post naive's
  * messages where its peers call the library's collective: they would
- * never meet); and not the alltoall forms on a cartesian communicator
- * where both directions of a dimension reach the same rank, which Open
- * MPI up to 5.0 delivers into each other's blocks in its nonblocking and
- * persistent forms (MPI-4.1 section 8.6 says which block is whose; fixed
- * in open-mpi/ompi#14416). */
+ * never meet); and not the alltoall forms where the library gets them
+ * wrong (nbr_library_misplaces_alltoall). */
 static inline int nbr_comm_library_usable(const nbr_comm_t *state, nbr_collective_t coll)
 {
     return state->exec.device == NULL &&
-           !(state->cart_both_ways && coll == NBR_COLL_ALLTOALLV);
+           !(coll == NBR_COLL_ALLTOALLV && nbr_library_misplaces_alltoall(state));
 }
 
 /* Adds calls completed runs of plan to the counters. */

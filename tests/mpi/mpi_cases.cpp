@@ -1045,12 +1045,43 @@ void CaseRunner::reference()
         mrc = MPI_Neighbor_alltoall(sp, p.scount, p.st->type, rref, p.rcount, p.rt->type,
                                     m.comm);
         break;
-    case Op::Alltoallw:
+    case Op::Alltoallw: {
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40000000 && MPICH_NUMVERSION < 40100000
+        // MPICH 4.0 converts alltoallw's counts over the wrong degrees
+        // (pmodels/mpich#6233); its large-count form takes them as they are
+        std::vector<MPI_Count> sc(scounts, scounts + p.nb.outdeg()), rc(rcounts, rcounts + p.nb.indeg());
+        sc.push_back(0);
+        rc.push_back(0);
+        mrc = MPI_Neighbor_alltoallw_c(sp, sc.data(), sdw, stypes, rref, rc.data(), rdw, rtypes,
+                                       m.comm);
+#else
         mrc = MPI_Neighbor_alltoallw(sp, scounts, sdw, stypes, rref, rcounts, rdw, rtypes,
                                      m.comm);
+#endif
         break;
     }
+    }
     EXPECT_EQ(mrc, MPI_SUCCESS) << m.where << ": MPI reference call failed";
+}
+
+// Whether the MPI library's own call is a reference for this rank: MPICH
+// reverses the receives of a source a rank lists more than once in its
+// alltoall forms (pmodels/mpich#7945). Where it is not, nbrcoll is held
+// to the data the sources sent alone.
+static bool reference_trusted(const Plan &p)
+{
+#if defined(MPICH_NUMVERSION)
+    if (p.op == Op::Alltoall || p.op == Op::Alltoallv || p.op == Op::Alltoallw) {
+        std::vector<int> sources;
+        for (int r : p.nb.in)
+            if (r != MPI_PROC_NULL)
+                sources.push_back(r);
+        std::sort(sources.begin(), sources.end());
+        return std::adjacent_find(sources.begin(), sources.end()) == sources.end();
+    }
+#endif
+    (void)p;
+    return true;
 }
 
 int CaseRunner::call_blocking()
@@ -1157,10 +1188,12 @@ bool CaseRunner::check(int run)
         return true;
     if (m.drecv)
         device_copy(m.tst.data(), m.drecv, m.tst.size());
-    check_result(m.p, m.ref, run, "MPI_Neighbor_* (reference)", m.where);
+    const bool trusted = reference_trusted(m.p);
+    if (trusted)
+        check_result(m.p, m.ref, run, "MPI_Neighbor_* (reference)", m.where);
     if (!check_result(m.p, m.tst, run, "nbrcoll", m.where))
         return false;
-    return compare_bufs(m.p, m.ref, m.tst, run, m.where);
+    return !trusted || compare_bufs(m.p, m.ref, m.tst, run, m.where);
 }
 
 std::vector<size_t> CaseRunner::out_bytes() const

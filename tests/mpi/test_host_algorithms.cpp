@@ -425,6 +425,62 @@ TEST_F(HostAlgorithms, LibraryPersistentOutlivesTheUsersTypes)
     EXPECT_EQ(nbr_request_free(&req), NBR_SUCCESS);
 }
 
+// On a star (the center has no in-neighbors, the leaves no out-neighbors)
+// the mpi algorithm's alltoallv and alltoallw deliver every block, with
+// counts MPI would refuse on each empty side (MPI reads none of them).
+// MPICH 4.0's own alltoallw takes its counts over the wrong degree there
+// (it delivered nothing, or failed on the garbage): nbrcoll leaves the
+// library out on such communicators.
+TEST_F(HostAlgorithms, LibraryRowOnUnequalDegrees)
+{
+    nbr_graph_t g;
+    nbr_graph_star(world_size(), 0, 1, &g);
+    nbrtest::RankComm c(&g, {{"nbr_algorithm", "mpi"}});
+    nbr_graph_free(&g);
+    if (!c.ready("library call on a star", "mpi"))
+        return;
+    const int me = world_rank(), indeg = (int)c.in.size(), outdeg = (int)c.out.size(), n = 7;
+    const int garbage = -5;
+    auto counts = [&](int degree) { return std::vector<int>((size_t)degree + 1, degree ? n : garbage); };
+    auto displs = [&](int degree) {
+        std::vector<int> d((size_t)degree + 1, degree ? 0 : 1 << 30);
+        for (int k = 0; k < degree; k++)
+            d[(size_t)k] = k * n;
+        return d;
+    };
+    std::vector<int> scounts = counts(outdeg), rcounts = counts(indeg), sdispls = displs(outdeg),
+                     rdispls = displs(indeg);
+    std::vector<int> clean_s((size_t)outdeg + 1, n), clean_r((size_t)indeg + 1, n);
+    std::vector<MPI_Aint> swdispls(sdispls.begin(), sdispls.end()), rwdispls(rdispls.begin(), rdispls.end());
+    for (auto &d : swdispls)
+        d *= (MPI_Aint)sizeof(int);
+    for (auto &d : rwdispls)
+        d *= (MPI_Aint)sizeof(int);
+    std::vector<MPI_Datatype> stypes((size_t)outdeg + 1, outdeg ? MPI_INT : MPI_DATATYPE_NULL),
+        rtypes((size_t)indeg + 1, indeg ? MPI_INT : MPI_DATATYPE_NULL);
+    std::vector<int> send((size_t)n * (outdeg + 1)), got((size_t)n * indeg + 1, -1),
+        want((size_t)n * indeg + 1, -1);
+    std::vector<int> zero((size_t)std::max(indeg, outdeg) + 1, 0);
+    nbrtest::fill_ints(send, me, 3);
+    for (int w = 0; w < 2; w++) {
+        std::fill(got.begin(), got.end(), -1);
+        nbr_request_t req = NBR_REQUEST_NULL;
+        int rc = w ? nbr_neighbor_ialltoallw(send.data(), scounts.data(), swdispls.data(),
+                                             stypes.data(), got.data(), rcounts.data(),
+                                             rwdispls.data(), rtypes.data(), c.comm, &req)
+                   : nbr_neighbor_ialltoallv(send.data(), scounts.data(), sdispls.data(), MPI_INT,
+                                             got.data(), rcounts.data(), rdispls.data(), MPI_INT,
+                                             c.comm, &req);
+        ASSERT_EQ(rc, NBR_SUCCESS) << (w ? "alltoallw" : "alltoallv") << " on rank " << me;
+        EXPECT_EQ(nbr_wait(&req), NBR_SUCCESS) << (w ? "alltoallw" : "alltoallv") << " on rank " << me;
+        MPI_Neighbor_alltoallv(send.data(), outdeg ? clean_s.data() : zero.data(),
+                               outdeg ? sdispls.data() : zero.data(), MPI_INT, want.data(),
+                               indeg ? clean_r.data() : zero.data(),
+                               indeg ? rdispls.data() : zero.data(), MPI_INT, c.comm);
+        EXPECT_EQ(got, want) << (w ? "alltoallw" : "alltoallv") << " on rank " << me;
+    }
+}
+
 // The trial's rule on given times (every rank reports the same, so the
 // slowest rank's are these): the fastest side is kept, but a plan of
 // nbrcoll's own must beat the baseline (called mpi here) by 3 %; when
