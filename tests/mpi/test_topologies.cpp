@@ -450,6 +450,18 @@ TEST_F(Cartesian, BlockRuleByHand)
                 displs[b] = b;
                 bdispls[b] = static_cast<MPI_Aint>(b * sizeof(int));
             }
+            std::vector<int> sources;
+            for (int r : nb.in)
+                if (r != MPI_PROC_NULL)
+                    sources.push_back(r);
+            std::sort(sources.begin(), sources.end());
+            const bool repeats =
+                std::adjacent_find(sources.begin(), sources.end()) != sources.end();
+#if defined(MPICH_NUMVERSION)
+            const bool mpich = true;
+#else
+            const bool mpich = false;
+#endif
             for (Op op : {Op::Allgather, Op::Allgatherv, Op::Alltoall, Op::Alltoallv,
                           Op::Alltoallw}) {
                 std::vector<int> want(nblocks, -1), ref(nblocks, -1);
@@ -480,8 +492,13 @@ TEST_F(Cartesian, BlockRuleByHand)
                     break;
                 }
                 const std::string w = ctx + " " + op_name(op) + " rank " + std::to_string(me);
-                EXPECT_EQ(ref, want) << w << ": Open MPI's blocking collective "
-                                     << list_text(ref) << ", MPI-4.1 says " << list_text(want);
+                // (MPICH reverses the receives of a source listed twice in
+                // its alltoall forms, pmodels/mpich#7945: nbrcoll below is
+                // held to MPI-4.1 alone there)
+                if (!(mpich && repeats && op != Op::Allgather && op != Op::Allgatherv)) {
+                    EXPECT_EQ(ref, want) << w << ": the MPI library's blocking collective "
+                                         << list_text(ref) << ", MPI-4.1 says " << list_text(want);
+                }
                 for (Variant v : {Variant::Blocking, Variant::Nonblocking, Variant::Persistent}) {
                     std::vector<int> got(nblocks, -1);
                     int *gp = got.data();
