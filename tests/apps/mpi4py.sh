@@ -28,18 +28,7 @@ for np in 2 3 4 8; do
     echo "mpi4py: plain MPI gets its own checks wrong at $np ranks"; exit 1
   fi
   for alg in auto $algorithms; do
-    vars=(env LD_PRELOAD="$dropin" NBR_DEVICE=off NBR_RANKS_PER_NODE=2)
-    [[ $alg == auto ]] || vars+=(NBR_ALGORITHM="$alg")
-    launches=$((launches + 1))
-    if ! with=$(timeout 60 "${launch[@]}" -np "$np" "${vars[@]}" "$python" \
-                  "$program" 2>&1); then
-      echo "FAIL $np ranks, $alg: exit status $? (124: a hang)"
-      failed=$((failed + 1))
-    elif [[ "$with" != "$plain" ]]; then
-      echo "FAIL $np ranks, $alg: output differs from plain MPI's"
-      diff <(echo "$plain") <(echo "$with") | head -10 || true
-      failed=$((failed + 1))
-    fi
+    nbr_dropin_run mpi4py_neighbors "$np" "$alg" "$plain" "$dropin" "$python" "$program"
   done
 done
 echo "mpi4py: $(wc -l <<<"$plain") calls reported per launch at 4 rank counts x $((launches / 4)) drop-in configurations: $launches launches, $failed failed"

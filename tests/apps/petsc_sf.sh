@@ -60,19 +60,8 @@ for run in "${runs[@]}"; do
   plain=$(timeout 60 "${launch[@]}" -np "$np" "$exe" $args -sf_type neighbor 2>&1) || {
     echo "petsc_sf: plain MPI fails $prog $args at $np ranks"; exit 1; }
   for alg in auto $algorithms; do
-    vars=(env LD_PRELOAD="$dropin" NBR_DEVICE=off NBR_RANKS_PER_NODE=2)
-    [[ $alg == auto ]] || vars+=(NBR_ALGORITHM="$alg")
-    launches=$((launches + 1))
-    # shellcheck disable=SC2086
-    if ! with=$(timeout 60 "${launch[@]}" -np "$np" "${vars[@]}" "$exe" $args \
-                  -sf_type neighbor 2>&1); then
-      echo "FAIL $prog $args, $np ranks, $alg: exit status $? (124: a hang)"
-      failed=$((failed + 1))
-    elif [[ "$with" != "$plain" ]]; then
-      echo "FAIL $prog $args, $np ranks, $alg: output differs from plain MPI's"
-      diff <(echo "$plain") <(echo "$with") | head -10 || true
-      failed=$((failed + 1))
-    fi
+    # shellcheck disable=SC2086 # the arguments' words on purpose
+    nbr_dropin_run "$prog $args" "$np" "$alg" "$plain" "$dropin" "$exe" $args -sf_type neighbor
   done
 done
 echo "petsc_sf: ${#runs[@]} runs of ${#built[@]} PETSc programs x $((launches / ${#runs[@]})) drop-in configurations: $launches launches, $failed failed"

@@ -20,3 +20,24 @@ nbr_launcher() {
 nbr_mpi_of() {
   ldd "$1" 2>/dev/null | awk '$1 ~ /^libmpi(ch)?\.so/ { print $3; exit }'
 }
+
+# nbr_dropin_run WHAT NP ALGORITHM PLAIN DROPIN COMMAND...: COMMAND on NP
+# ranks under the drop-in (auto, or ALGORITHM forced) on virtual nodes of
+# 2, its output held to PLAIN (the same command's under plain MPI); says
+# FAIL with WHAT and why. Counts into the caller's `launches` and `failed`.
+nbr_dropin_run() {
+  local what=$1 np=$2 alg=$3 plain=$4 dropin=$5 with status=0
+  shift 5
+  local -a vars=(env LD_PRELOAD="$dropin" NBR_DEVICE=off NBR_RANKS_PER_NODE=2)
+  [[ $alg == auto ]] || vars+=(NBR_ALGORITHM="$alg")
+  launches=$((launches + 1))
+  with=$(timeout 60 "${launch[@]}" -np "$np" "${vars[@]}" "$@" 2>&1) || status=$?
+  if ((status != 0)); then
+    echo "FAIL $what, $np ranks, $alg: exit status $status (124: a hang)"
+    failed=$((failed + 1))
+  elif [[ "$with" != "$plain" ]]; then
+    echo "FAIL $what, $np ranks, $alg: output differs from plain MPI's"
+    diff <(echo "$plain") <(echo "$with") | head -10 || true
+    failed=$((failed + 1))
+  fi
+}
