@@ -10,6 +10,11 @@ const nbr_algorithm_t *nbr_select_baseline(int library_usable)
     return nbr_baseline_algorithm();
 }
 
+int nbr_select_one_message_per_edge(const nbr_algorithm_t *algorithm)
+{
+    return algorithm->library || algorithm == nbr_baseline_algorithm();
+}
+
 int nbr_select_eligible(const nbr_algorithm_t *algorithm, nbr_collective_t coll, int nranks,
                         int whole_graph_ranks, int library_usable)
 {

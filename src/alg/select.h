@@ -46,6 +46,11 @@
  * naive's plan, the same messages. */
 const nbr_algorithm_t *nbr_select_baseline(int library_usable);
 
+/* Whether algorithm's plans are one message per edge (the library's call,
+ * naive's): MPI's own progress completes them, with no rank of nbrcoll's
+ * forwarding anything. */
+int nbr_select_one_message_per_edge(const nbr_algorithm_t *algorithm);
+
 /* Whether algorithm is priced for coll on a communicator of nranks ranks:
  * it plans coll itself (for the others it would only repeat naive's plan),
  * a whole-graph algorithm only up to whole_graph_ranks ranks (its set-up

@@ -206,7 +206,8 @@ void nbr_progress_untrack(nbr_exec_domain_t *domain);
  * waits does, since a peer may wait for its part in any communicator's
  * (MPI lets ranks complete operations in any order). */
 int nbr_progress_all(void);
-/* Whether MPI's progress moves nbrcoll's operations in this process. */
+/* Whether MPI's progress moves nbrcoll's operations in this process (the
+ * hook is installed on the first question). */
 int nbr_progress_hooked(void);
 /* Benchmarks only (bench/nbr_progress_bench.c): takes the hook out of
  * MPI's engine (on = 0) or puts it back; returns whether it is in. */

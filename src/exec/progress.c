@@ -31,9 +31,16 @@ static _Thread_local int inside; /* this thread is moving nbrcoll's operations *
 static int (*unregister)(int (*callback)(void));
 static int hook_state; /* 0: not tried, 1: installed, 2: switched off, -1: none */
 
+static void install(void);
+
 int nbr_progress_hooked(void)
 {
-    return hook_state == 1;
+    pthread_mutex_lock(&registry_lock);
+    if (hook_state == 0)
+        install();
+    int hooked = hook_state == 1;
+    pthread_mutex_unlock(&registry_lock);
+    return hooked;
 }
 
 void nbr_progress_counted(int delta)

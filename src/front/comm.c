@@ -441,14 +441,21 @@ static int setup(MPI_Comm comm, MPI_Info info, nbr_comm_t **out_state)
      * collective, so that no rank is left behind without state. */
     NBR_CHECK(nbr_agree(comm, read_neighbors(state, comm)));
     /* facts of the whole graph, from every rank's lists */
-    int mine[3] = {state->indegree == 0 && state->outdegree == 0,
+    int mine[4] = {state->indegree == 0 && state->outdegree == 0,
                    repeats_a_rank(state->sources, state->indegree),
-                   state->user_indegree != state->user_outdegree},
-        any[3] = {0, 0, 0};
-    NBR_MPI_CHECK(MPI_Allreduce(mine, any, 3, MPI_INT, MPI_MAX, comm));
+                   state->user_indegree != state->user_outdegree, !nbr_progress_hooked()},
+        any[4] = {0, 0, 0, 0};
+    NBR_MPI_CHECK(MPI_Allreduce(mine, any, 4, MPI_INT, MPI_MAX, comm));
     state->idle_ranks = any[0];
     state->repeated_sources = any[1];
     state->degrees_differ = any[2];
+    state->no_progress_hook = any[3];
+    if (state->no_progress_hook && state->rank == 0 &&
+        (!config.algorithm || !nbr_select_one_message_per_edge(config.algorithm)))
+        NBR_INFO("MPI runs no progress hook of nbrcoll's here: nonblocking and persistent "
+                 "calls run one message per edge (%s)",
+                 config.algorithm ? "naive's, in place of the configured plan"
+                                  : "the baseline's; auto decides blocking calls only");
     /* Every rank runs every step up to the next agreement whatever its
      * check found, so that agreement carries the check's verdict too. */
     int graph = config.check_graph ? check_graph(state) : NBR_SUCCESS;

@@ -161,6 +161,12 @@ typedef struct nbr_comm {
      * agreed at set-up): facts the MPI library's own calls may get wrong
      * (nbr_comm_library_usable). */
     int repeated_sources, degrees_differ;
+    /* Some rank's MPI runs no hook of nbrcoll's in its progress engine
+     * (MPICH; MPI_THREAD_MULTIPLE; agreed at set-up, exec/progress.c):
+     * there a nonblocking operation moves only inside nbrcoll's own calls,
+     * so a plan that needs a peer to forward blocks would stall while
+     * that peer waits in a barrier (front/select.h). */
+    int no_progress_hook;
     int *in_block, *out_block;
     int cart_both_ways; /* a periodic dimension of size 1 or 2 (every rank agrees) */
     nbr_config_t config; /* with the communicator's algorithm (NULL: auto) */

@@ -347,7 +347,7 @@ int nbr_library_shortcut(const void *sendbuf, int sendcount, MPI_Datatype sendty
     /* still what the stream runs, and no decision point */
     nbr_stream_t *stream = cut->stream;
     nbr_decision_t *trial = NULL;
-    if (nbr_stream_due(state, stream, NBR_CALL_ALLGATHER, stream->calls + 1) ||
+    if (nbr_stream_due(state, stream, NBR_CALL_ALLGATHER, 1, stream->calls + 1) ||
         nbr_stream_algorithm(state, stream, NBR_CALL_ALLGATHER, 1, &trial) != cut->algorithm || trial)
         return 0;
     stream->calls++;

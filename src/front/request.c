@@ -387,11 +387,11 @@ static void prepare_step(nbr_request_t req, int *moved)
     for (;;) {
         switch (req->stage) {
         case NBR_STAGE_CHOOSE: {
-            if (req->persistent && !req->algorithm)
-                req->algorithm = nbr_standing_algorithm(state, req->priced.kind);
+            if (req->persistent)
+                req->algorithm = nbr_standing_of(state, req->algorithm, req->priced.kind, 0);
             int due = req->persistent ? persistent_decides(req)
                                       : nbr_stream_due(state, req->stream, req->priced.kind,
-                                                       req->stream_call);
+                                                       req->call.blocking, req->stream_call);
             req->trial = NULL;
             if (due) {
                 nbr_decide_begin(state->deciding, state, req->stream, req->stream_call,

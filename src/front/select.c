@@ -37,23 +37,34 @@ int nbr_relays_allgather(const nbr_algorithm_t *algorithm, nbr_call_kind_t kind)
 
 /* Whether calls of kind on state need decisions at all: auto's, and a
  * configured algorithm's that relays allgather blocks (the block size). */
-static int decides(const nbr_comm_t *state, nbr_call_kind_t kind)
+static int decides(const nbr_comm_t *state, nbr_call_kind_t kind, int blocking)
 {
-    return !nbr_standing_algorithm(state, kind) ||
-           nbr_relays_allgather(state->config.algorithm, kind);
+    const nbr_algorithm_t *standing = nbr_standing_algorithm(state, kind, blocking);
+    return !standing || nbr_relays_allgather(standing, kind);
 }
 
-const nbr_algorithm_t *nbr_standing_algorithm(const nbr_comm_t *state, nbr_call_kind_t kind)
+const nbr_algorithm_t *nbr_standing_of(const nbr_comm_t *state, const nbr_algorithm_t *configured,
+                                        nbr_call_kind_t kind, int blocking)
 {
-    if (state->config.algorithm || !state->idle_ranks)
-        return state->config.algorithm;
+    int stalls = !blocking && state->no_progress_hook; /* a relay would wait for its peers */
+    if (configured)
+        return stalls && !nbr_select_one_message_per_edge(configured) ? nbr_baseline_algorithm()
+                                                                      : configured;
+    if (!state->idle_ranks && !stalls)
+        return NULL;
     return nbr_select_baseline(nbr_comm_library_usable(state, nbr_call_shape(kind)));
 }
 
-int nbr_stream_due(const nbr_comm_t *state, const nbr_stream_t *stream, nbr_call_kind_t kind,
-                   unsigned long long n)
+const nbr_algorithm_t *nbr_standing_algorithm(const nbr_comm_t *state, nbr_call_kind_t kind,
+                                              int blocking)
 {
-    if (!decides(state, kind))
+    return nbr_standing_of(state, state->config.algorithm, kind, blocking);
+}
+
+int nbr_stream_due(const nbr_comm_t *state, const nbr_stream_t *stream, nbr_call_kind_t kind,
+                   int blocking, unsigned long long n)
+{
+    if (!decides(state, kind, blocking))
         return 0;
     return !stream->decision.valid || on_schedule(n) ||
            (stream->redecide_from > stream->decided_at && n >= stream->redecide_from);
@@ -66,7 +77,7 @@ const nbr_algorithm_t *nbr_stream_algorithm(const nbr_comm_t *state, nbr_stream_
     nbr_decision_t *d = &stream->decision;
     *trial = NULL;
     if (!d->valid)
-        return nbr_standing_algorithm(state, kind);
+        return nbr_standing_algorithm(state, kind, blocking);
     if (blocking && d->num_sides > 0) {
         *trial = d;
         return d->sides[nbr_trial_side(d)];

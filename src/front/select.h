@@ -57,10 +57,11 @@ static inline nbr_stream_t *nbr_comm_stream(nbr_comm_t *state, nbr_call_kind_t k
     return &state->streams[kind][blocking != 0];
 }
 
-/* Whether call number n of stream is a decision point (shared facts only:
- * n, whether the stream has a decision and when it asked for the next). */
+/* Whether call number n of stream (of blocking calls or not) is a
+ * decision point (shared facts only: n, whether the stream has a decision
+ * and when it asked for the next). */
 int nbr_stream_due(const nbr_comm_t *state, const nbr_stream_t *stream, nbr_call_kind_t kind,
-                   unsigned long long n);
+                   int blocking, unsigned long long n);
 
 /* What the next call of stream runs between decision points: the
  * configured algorithm, the stream's decision, or for a blocking call
@@ -70,12 +71,22 @@ const nbr_algorithm_t *nbr_stream_algorithm(const nbr_comm_t *state, nbr_stream_
                                             nbr_call_kind_t kind, int blocking,
                                             nbr_decision_t **trial);
 
-/* What calls of kind run without deciding: the configured algorithm, or
- * under auto where some rank has no neighbor at all the baseline (a rank
- * may then skip its calls, as PETSc does, so no reduce may need every
- * rank, and only a plan of one message per edge leaves such ranks out);
+/* What calls of kind (blocking or not; persistent requests are not) run
+ * without deciding: the configured algorithm; the baseline, under auto
+ * where some rank has no neighbor at all (a rank may then skip its calls,
+ * as PETSc does, so no reduce may need every rank, and only a plan of one
+ * message per edge leaves such ranks out); for nonblocking calls where
+ * some rank's MPI runs no progress hook of nbrcoll's, the baseline under
+ * auto and naive's messages in place of a configured plan that relays (a
+ * rank blocked in another MPI call would hold up its peers' relays and
+ * the decisions' reduces, which MPI's progress rule does not allow);
  * NULL: auto decides. */
-const nbr_algorithm_t *nbr_standing_algorithm(const nbr_comm_t *state, nbr_call_kind_t kind);
+const nbr_algorithm_t *nbr_standing_algorithm(const nbr_comm_t *state, nbr_call_kind_t kind,
+                                              int blocking);
+/* The same where configured is the algorithm (NULL: auto): a persistent
+ * request's, which its info may name (calls nonblocking). */
+const nbr_algorithm_t *nbr_standing_of(const nbr_comm_t *state, const nbr_algorithm_t *configured,
+                                        nbr_call_kind_t kind, int blocking);
 
 /* A decision under way. */
 typedef struct nbr_deciding {
