@@ -12,6 +12,9 @@
 #   NBR_MPI_FLAVOR       openmpi | mpich | other   (from mpi.h; Cray MPICH
 #                                                  and Intel MPI are mpich)
 #   NBR_MPIEXEC_FLAVOR   openmpi | mpich | other   (from mpiexec --version)
+#   NBR_MPICH_BEFORE_4_1 an MPICH older than 4.1 (Debian 12's 4.0), whose
+#                        persistent neighborhood requests and alltoallw the
+#                        drop-in tests cannot take as the yardstick
 #   NBR_MPIEXEC_OVERSUBSCRIBE  the launcher flags that start more ranks than
 #                        cores (Open MPI refuses without --oversubscribe;
 #                        MPICH's Hydra takes no such flag and needs none)
@@ -39,6 +42,14 @@ set(CMAKE_REQUIRED_INCLUDES ${MPI_C_INCLUDE_DIRS})
 set(CMAKE_REQUIRED_QUIET ON)
 check_symbol_exists(OPEN_MPI mpi.h NBR_MPI_IS_OPENMPI)
 check_symbol_exists(MPICH_VERSION mpi.h NBR_MPI_IS_MPICH)
+if(NBR_MPI_IS_MPICH)
+  include(CheckCSourceCompiles)
+  check_c_source_compiles("#include <mpi.h>
+#if MPICH_NUMVERSION >= 40100000
+#error 4.1 or later
+#endif
+int main(void) { return 0; }" NBR_MPICH_BEFORE_4_1)
+endif()
 unset(CMAKE_REQUIRED_INCLUDES)
 unset(CMAKE_REQUIRED_QUIET)
 if(NBR_MPI_IS_OPENMPI)

@@ -5,7 +5,11 @@
  * persistent collectives order a 2-long periodic dimension's blocks
  * against the standard), started with the program's own persistent ring
  * requests in one MPI_Startall and completed in one MPI_Waitall, a few
- * steps; then MPI_Request_free. Rank 0 prints a checksum. */
+ * steps; then MPI_Request_free. Rank 0 prints a checksum. --reference:
+ * the collectives' blocks by point-to-point messages before each start,
+ * their requests persistent ones to MPI_PROC_NULL (reference.h). */
+#include "reference.h"
+
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +24,7 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    reference_from_args(argc, argv);
     int size, rank, periods[2] = {1, 0};
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int dims[2] = {size, 1};
@@ -41,10 +46,15 @@ int main(int argc, char **argv)
     }
     double state[3] = {rank, rank * 0.5, 1.0};
     MPI_Request r[4];
-    MPI_Neighbor_alltoallv_init(send, scounts, sdispls, MPI_DOUBLE, recv, rcounts, rdispls,
-                                MPI_DOUBLE, cart, MPI_INFO_NULL, &r[0]);
-    MPI_Neighbor_allgather_init(state, 3, MPI_DOUBLE, gathered, 3, MPI_DOUBLE, cart,
-                                MPI_INFO_NULL, &r[1]);
+    if (reference_mode) {
+        MPI_Send_init(NULL, 0, MPI_DOUBLE, MPI_PROC_NULL, 0, cart, &r[0]);
+        MPI_Send_init(NULL, 0, MPI_DOUBLE, MPI_PROC_NULL, 0, cart, &r[1]);
+    } else {
+        MPI_Neighbor_alltoallv_init(send, scounts, sdispls, MPI_DOUBLE, recv, rcounts, rdispls,
+                                    MPI_DOUBLE, cart, MPI_INFO_NULL, &r[0]);
+        MPI_Neighbor_allgather_init(state, 3, MPI_DOUBLE, gathered, 3, MPI_DOUBLE, cart,
+                                    MPI_INFO_NULL, &r[1]);
+    }
     double ring_out = 0, ring_in = 0;
     int left = (rank + size - 1) % size, right = (rank + 1) % size;
     MPI_Recv_init(&ring_in, 1, MPI_DOUBLE, left, 9, MPI_COMM_WORLD, &r[2]);
@@ -59,6 +69,12 @@ int main(int argc, char **argv)
             for (int i = 0; i < scounts[k]; i++)
                 send[k * MAXB + i] = state[0] + k + i * 0.25 + step;
         ring_out = state[1] + step;
+        if (reference_mode) {
+            reference_exchange(send, 0, scounts, sdispls, MPI_DOUBLE, recv, 0, rcounts, rdispls,
+                               MPI_DOUBLE, 0, cart);
+            reference_exchange(state, 3, NULL, NULL, MPI_DOUBLE, gathered, 3, NULL, NULL,
+                               MPI_DOUBLE, 1, cart);
+        }
         MPI_Startall(4, r);
         MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
         bad += r[0] == MPI_REQUEST_NULL || r[1] == MPI_REQUEST_NULL;

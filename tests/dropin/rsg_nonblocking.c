@@ -3,7 +3,10 @@
  * Isend/Irecv in one MPI_Waitall, and with MPI_Test, MPI_Waitany,
  * MPI_Waitsome, MPI_Testall, MPI_Testany and MPI_Testsome; two
  * collectives in flight at once, completed in the other order. Rank 0
- * prints a checksum and what the completion calls reported. */
+ * prints a checksum and what the completion calls reported (--reference:
+ * the collectives' blocks by point-to-point messages, reference.h). */
+#include "reference.h"
+
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,7 @@ static void add(const int *v, int n, int weight)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    reference_from_args(argc, argv);
     int size, rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -68,7 +72,7 @@ int main(int argc, char **argv)
         MPI_Request r[3];
         ring_out = rank * 10 + round;
         MPI_Irecv(&ring_in, 1, MPI_INT, left, 5, MPI_COMM_WORLD, &r[0]);
-        MPI_Ineighbor_allgather(mine, B, MPI_INT, got, B, MPI_INT, graph, &r[1]);
+        ref_ineighbor_allgather(mine, B, MPI_INT, got, B, MPI_INT, graph, &r[1]);
         MPI_Isend(&ring_out, 1, MPI_INT, right, 5, MPI_COMM_WORLD, &r[2]);
         MPI_Waitall(3, r, statuses);
         oddities += r[1] != MPI_REQUEST_NULL || ring_in != left * 10 + round;
@@ -82,7 +86,7 @@ int main(int argc, char **argv)
         }
         MPI_Request q;
         int flag = 0;
-        MPI_Ineighbor_allgatherv(mine, 1 + (rank * 3 + round) % B, MPI_INT, got, rcounts, rdispls,
+        ref_ineighbor_allgatherv(mine, 1 + (rank * 3 + round) % B, MPI_INT, got, rcounts, rdispls,
                                  MPI_INT, graph, &q);
         while (!flag)
             MPI_Test(&q, &flag, &statuses[0]);
@@ -101,9 +105,9 @@ int main(int argc, char **argv)
             rat += rcounts[i];
         }
         MPI_Request two[2];
-        MPI_Ineighbor_alltoallv(mine, scounts, sdispls, MPI_INT, got, rcounts, rdispls, MPI_INT,
+        ref_ineighbor_alltoallv(mine, scounts, sdispls, MPI_INT, got, rcounts, rdispls, MPI_INT,
                                 graph, &two[0]);
-        MPI_Ineighbor_alltoall(mine, B / 2, MPI_INT, got2, B / 2, MPI_INT, graph, &two[1]);
+        ref_ineighbor_alltoall(mine, B / 2, MPI_INT, got2, B / 2, MPI_INT, graph, &two[1]);
         int index = -1, outcount = 0, indices[2];
         MPI_Waitany(2, two, &index, &statuses[0]);
         oddities += index < 0 || index > 1 || two[index] != MPI_REQUEST_NULL;
@@ -119,7 +123,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < indeg; i++)
             rwdispls[i] = (MPI_Aint)sizeof(int) * rdispls[i];
         MPI_Irecv(&ring_in, 1, MPI_INT, right, 6, MPI_COMM_WORLD, &r[0]);
-        MPI_Ineighbor_alltoallw(mine, scounts, swdispls, types, got, rcounts, rwdispls, types,
+        ref_ineighbor_alltoallw(mine, scounts, swdispls, types, got, rcounts, rwdispls, types,
                                 graph, &r[1]);
         MPI_Isend(&ring_out, 1, MPI_INT, left, 6, MPI_COMM_WORLD, &r[2]);
         flag = 0;
@@ -128,8 +132,8 @@ int main(int argc, char **argv)
         oddities += ring_in != right * 10 + round;
         add(got, rat, 13);
         /* 5. allgather twice: Testany, then Testsome */
-        MPI_Ineighbor_allgather(mine, B, MPI_INT, got, B, MPI_INT, graph, &two[0]);
-        MPI_Ineighbor_allgather(mine + B, B, MPI_INT, got2, B, MPI_INT, graph, &two[1]);
+        ref_ineighbor_allgather(mine, B, MPI_INT, got, B, MPI_INT, graph, &two[0]);
+        ref_ineighbor_allgather(mine + B, B, MPI_INT, got2, B, MPI_INT, graph, &two[1]);
         int done = 0;
         while (done < 2) {
             flag = 0;
