@@ -89,3 +89,20 @@ const char *nbr_error_string(int status)
     default: return "unknown nbrcoll status";
     }
 }
+
+void nbr_world_handler_aside(nbr_world_handler_t *saved)
+{
+    saved->program = MPI_ERRHANDLER_NULL;
+    saved->set_aside = PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved->program) == MPI_SUCCESS;
+    if (saved->set_aside)
+        PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+void nbr_world_handler_restore(nbr_world_handler_t *saved)
+{
+    if (!saved->set_aside)
+        return;
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved->program);
+    PMPI_Errhandler_free(&saved->program);
+    saved->set_aside = 0;
+}

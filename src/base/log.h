@@ -24,6 +24,26 @@ void nbr_log(nbr_log_level_t level, const char *fmt, ...)
 /* Logs an MPI failure with MPI's own error string; returns NBR_ERR_MPI. */
 int nbr_mpi_failed(const char *call, int mpi_code);
 
+/* MPI_COMM_WORLD's error handler set aside (MPI_ERRORS_RETURN) around one
+ * of nbrcoll's completion calls on its own requests, then restored: MPICH
+ * raises the error of a call on several requests (a truncated receive,
+ * which nbrcoll reports itself) through it, Open MPI 4.1 a nonblocking
+ * collective's; the program's handler there is fatal by default. */
+typedef struct nbr_world_handler {
+    MPI_Errhandler program;
+    int set_aside;
+} nbr_world_handler_t;
+void nbr_world_handler_aside(nbr_world_handler_t *saved);
+void nbr_world_handler_restore(nbr_world_handler_t *saved);
+
+/* Whether the MPI library raises errors of calls on several requests
+ * through MPI_COMM_WORLD's handler rather than their communicator's. */
+#if defined(MPICH_NUMVERSION)
+#define NBR_MPI_RAISES_ALL_ON_WORLD 1
+#else
+#define NBR_MPI_RAISES_ALL_ON_WORLD 0
+#endif
+
 /* Collective over comm: every rank returns the smallest (worst) of the
  * local statuses, so an error seen by one rank becomes everyone's before the
  * next collective step instead of a hang. */

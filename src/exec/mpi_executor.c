@@ -283,13 +283,16 @@ static int finish_phase(nbr_mpi_exec_t *exec, int blocking, int *finished)
     int mpi_rc;
     *finished = 1;
     MPI_Request *requests = phase_requests(exec, p);
-    if (blocking) {
+    nbr_world_handler_t saved = {MPI_ERRHANDLER_NULL, 0};
+    if (NBR_MPI_RAISES_ALL_ON_WORLD)
+        nbr_world_handler_aside(&saved);
+    if (blocking)
         mpi_rc = PMPI_Waitall(count, requests, exec->statuses);
-    } else {
+    else
         mpi_rc = PMPI_Testall(count, requests, finished, exec->statuses);
-        if (!*finished && mpi_rc == MPI_SUCCESS)
-            return NBR_SUCCESS;
-    }
+    nbr_world_handler_restore(&saved);
+    if (!blocking && !*finished && mpi_rc == MPI_SUCCESS)
+        return NBR_SUCCESS;
     if (mpi_rc != MPI_SUCCESS && mpi_rc != MPI_ERR_IN_STATUS) {
         /* The call failed as a whole: the requests' states are unknown and
          * peers wait for them. Testing, try again at the next step; then

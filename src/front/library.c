@@ -228,23 +228,17 @@ int nbr_library_failed(const char *call, int mpi_code)
     return NBR_ERR_TYPE_MISMATCH;
 }
 
-/* Tests (flag not NULL) or waits for the library's request. Open MPI 4.1
- * raises a nonblocking collective's failure through MPI_COMM_WORLD's
- * handler, not the communicator's (nbrcoll's returns errors): that
- * handler is set aside for the call, so that the program's (by default
- * fatal) one does not see an error nbrcoll reports itself. */
+/* Tests (flag not NULL) or waits for the library's request, with the
+ * program's MPI_COMM_WORLD handler set aside (Open MPI 4.1 raises a
+ * nonblocking collective's failure there, not on the communicator's,
+ * whose nbrcoll returns errors). */
 static int complete_library(MPI_Request *request, int *flag)
 {
-    MPI_Errhandler program = MPI_ERRHANDLER_NULL;
-    int got = PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &program) == MPI_SUCCESS;
-    if (got)
-        PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    nbr_world_handler_t saved;
+    nbr_world_handler_aside(&saved);
     int mrc = flag ? PMPI_Test(request, flag, MPI_STATUS_IGNORE)
                    : PMPI_Wait(request, MPI_STATUS_IGNORE);
-    if (got) {
-        PMPI_Comm_set_errhandler(MPI_COMM_WORLD, program);
-        PMPI_Errhandler_free(&program);
-    }
+    nbr_world_handler_restore(&saved);
     return mrc;
 }
 
