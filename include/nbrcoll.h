@@ -227,8 +227,11 @@ NBR_API const char *nbr_algorithm_description(const char *name);
 
 /* Name of the algorithm of comm's latest call or persistent _init (sets
  * the communicator up if needed): the communicator's configured one or the
- * one an _init's info named, or with auto the one it chose; before any
- * call, the configured one ("auto" by default). */
+ * one an _init's info named, or with auto the one it chose; "naive" where
+ * it stood in for a plan of several rounds in a nonblocking or persistent
+ * call (an MPI without nbrcoll's progress hook: MPICH, or
+ * MPI_THREAD_MULTIPLE); before any call, the configured one ("auto" by
+ * default). */
 NBR_API int nbr_comm_algorithm(MPI_Comm comm, const char **name);
 
 /* *pending = 1 while auto's trial of some call signature on comm is under

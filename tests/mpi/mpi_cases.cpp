@@ -12,6 +12,12 @@
 
 #include "mpi_harness.h"
 
+extern "C" {
+#include "alg/registry.h"
+#include "alg/select.h"
+#include "front/comm.h"
+}
+
 namespace nbrtest {
 
 // ================================================================ helpers
@@ -1316,6 +1322,16 @@ CaseResult run_case(MPI_Comm comm, const Case &c, const std::string &ctx)
         }
     }
     return res;
+}
+
+std::string algorithm_run(MPI_Comm comm, const std::string &configured, Variant v)
+{
+    nbr_comm_t *state = nullptr;
+    const nbr_algorithm_t *a = nbr_algorithm_find(configured.c_str());
+    if (v == Variant::Blocking || !a || nbr_comm_get(comm, MPI_INFO_NULL, &state) != NBR_SUCCESS ||
+        !state->no_progress_hook || nbr_select_one_message_per_edge(a))
+        return configured;
+    return nbr_baseline_algorithm()->name;
 }
 
 }  // namespace nbrtest

@@ -243,6 +243,12 @@ int make_graph(const GraphSpec &spec, int nranks, nbr_graph_t *g);
 // Names of the algorithms from nbr_algorithm_names().
 std::vector<std::string> algorithm_names();
 
+// The algorithm a call of variant v on comm runs where configured names
+// one: configured, or naive's messages in place of a plan of several
+// rounds for a nonblocking or persistent call where MPI runs no progress
+// hook of nbrcoll's (MPICH; front/select.h, nbr_standing_of).
+std::string algorithm_run(MPI_Comm comm, const std::string &configured, Variant v);
+
 // Local hash of several values (for deterministic pseudo-random choices).
 uint64_t mix(uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0,
              uint64_t e = 0);

@@ -375,7 +375,8 @@ void run_battery(MPI_Comm comm, const CommSetup &s, size_t ci, const std::string
             if (!s.lazy && s.algorithm != "auto" && c.init_info == MPI_INFO_NULL) {
                 const char *name = nullptr;
                 EXPECT_EQ(nbr_comm_algorithm(comm, &name), NBR_SUCCESS) << ctx;
-                EXPECT_STREQ(name ? name : "NULL", s.algorithm.c_str())
+                EXPECT_STREQ(name ? name : "NULL",
+                             algorithm_run(comm, s.algorithm, c.variant).c_str())
                     << ctx << " " << describe(c);
             }
         }
