@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds with warnings as
-# errors, runs every test (unit and MPI) with ctest, then the sanitizer
-# pass (scripts/sanitize.sh: ASan + UBSan build, unit tests and the MPI
-# suites at 4 ranks; NBR_SANITIZE_PASS=0 skips it). Arguments go to ctest.
+# errors, runs every test (unit and MPI) with ctest on Open MPI, then the
+# sanitizer pass (scripts/sanitize.sh: ASan + UBSan build, unit tests and
+# the MPI suites at 4 ranks; NBR_SANITIZE_PASS=0 skips it) and the MPICH
+# pass (scripts/mpich-pass.sh: a build against MPICH, the drop-in tests,
+# the MPI suites and the legal programs at 4 ranks; NBR_MPICH_PASS=0 skips
+# it). Arguments go to the first ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,4 +17,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j 2 "$@"
 if [[ "${NBR_SANITIZE_PASS:-1}" != 0 ]]; then
   scripts/sanitize.sh
+fi
+if [[ "${NBR_MPICH_PASS:-1}" != 0 ]]; then
+  scripts/mpich-pass.sh
 fi
