@@ -22,7 +22,7 @@ int nbr_select_eligible(const nbr_algorithm_t *algorithm, nbr_collective_t coll,
         return 0;
     /* naive and mpi are one plan: one or the other runs it */
     const nbr_algorithm_t *baseline = nbr_select_baseline(library_usable);
-    if ((algorithm->library || algorithm == nbr_baseline_algorithm()) && algorithm != baseline)
+    if (nbr_select_one_message_per_edge(algorithm) && algorithm != baseline)
         return 0;
     return !(algorithm->needs & NBR_NEEDS_WHOLE_GRAPH) || nranks <= whole_graph_ranks;
 }

@@ -71,8 +71,8 @@ const nbr_algorithm_t *nbr_stream_algorithm(const nbr_comm_t *state, nbr_stream_
                                             nbr_call_kind_t kind, int blocking,
                                             nbr_decision_t **trial);
 
-/* What calls of kind (blocking or not; persistent requests are not) run
- * without deciding: the configured algorithm; the baseline, under auto
+/* What calls of kind (blocking or not; a persistent request's count as
+ * nonblocking) run without deciding: the configured algorithm; the baseline, under auto
  * where some rank has no neighbor at all (a rank may then skip its calls,
  * as PETSc does, so no reduce may need every rank, and only a plan of one
  * message per edge leaves such ranks out); for nonblocking calls where

@@ -29,98 +29,109 @@ static inline void reference_from_args(int argc, char **argv)
         reference_mode |= strcmp(argv[i], "--reference") == 0;
 }
 
-/* comm's neighbors in MPI's order (in and out); the caller frees both. */
-static inline void reference_neighbors(MPI_Comm comm, int **in, int *indegree, int **out,
-                                int *outdegree, int *cartesian)
+/* comm's neighbors in MPI's order, in and out (the exchange frees them). */
+typedef struct reference_neighborhood {
+    int *in, *out, indegree, outdegree, cartesian;
+} reference_neighborhood_t;
+
+static inline reference_neighborhood_t reference_read(MPI_Comm comm)
 {
+    reference_neighborhood_t n;
     int kind = MPI_UNDEFINED, rank = 0;
     MPI_Topo_test(comm, &kind);
     MPI_Comm_rank(comm, &rank);
-    *cartesian = kind == MPI_CART;
+    n.cartesian = kind == MPI_CART;
     if (kind == MPI_CART) {
         int ndims = 0;
         MPI_Cartdim_get(comm, &ndims);
-        *indegree = *outdegree = 2 * ndims;
-        *in = malloc(sizeof(int) * (size_t)(2 * ndims + 1));
-        *out = malloc(sizeof(int) * (size_t)(2 * ndims + 1));
+        n.indegree = n.outdegree = 2 * ndims;
+        n.in = malloc(sizeof(int) * (size_t)(2 * ndims + 1));
+        n.out = malloc(sizeof(int) * (size_t)(2 * ndims + 1));
         for (int d = 0; d < ndims; d++)
-            MPI_Cart_shift(comm, d, 1, &(*in)[2 * d], &(*in)[2 * d + 1]);
-        memcpy(*out, *in, sizeof(int) * (size_t)(2 * ndims));
+            MPI_Cart_shift(comm, d, 1, &n.in[2 * d], &n.in[2 * d + 1]);
+        memcpy(n.out, n.in, sizeof(int) * (size_t)(2 * ndims));
     } else if (kind == MPI_GRAPH) {
-        MPI_Graph_neighbors_count(comm, rank, indegree);
-        *outdegree = *indegree;
-        *in = malloc(sizeof(int) * (size_t)(*indegree + 1));
-        *out = malloc(sizeof(int) * (size_t)(*indegree + 1));
-        MPI_Graph_neighbors(comm, rank, *indegree, *in);
-        memcpy(*out, *in, sizeof(int) * (size_t)*indegree);
+        MPI_Graph_neighbors_count(comm, rank, &n.indegree);
+        n.outdegree = n.indegree;
+        n.in = malloc(sizeof(int) * (size_t)(n.indegree + 1));
+        n.out = malloc(sizeof(int) * (size_t)(n.indegree + 1));
+        MPI_Graph_neighbors(comm, rank, n.indegree, n.in);
+        memcpy(n.out, n.in, sizeof(int) * (size_t)n.indegree);
     } else {
         int weighted = 0;
-        MPI_Dist_graph_neighbors_count(comm, indegree, outdegree, &weighted);
-        *in = malloc(sizeof(int) * (size_t)(*indegree + 1));
-        *out = malloc(sizeof(int) * (size_t)(*outdegree + 1));
-        int *in_w = malloc(sizeof(int) * (size_t)(*indegree + 1));
-        int *out_w = malloc(sizeof(int) * (size_t)(*outdegree + 1));
-        MPI_Dist_graph_neighbors(comm, *indegree, *in, in_w, *outdegree, *out, out_w);
+        MPI_Dist_graph_neighbors_count(comm, &n.indegree, &n.outdegree, &weighted);
+        n.in = malloc(sizeof(int) * (size_t)(n.indegree + 1));
+        n.out = malloc(sizeof(int) * (size_t)(n.outdegree + 1));
+        int *in_w = malloc(sizeof(int) * (size_t)(n.indegree + 1));
+        int *out_w = malloc(sizeof(int) * (size_t)(n.outdegree + 1));
+        MPI_Dist_graph_neighbors(comm, n.indegree, n.in, in_w, n.outdegree, n.out, out_w);
         free(in_w);
         free(out_w);
     }
+    return n;
 }
 
-/* The alltoallw of every form: block k of each side at a byte displacement
- * with its own count and type. Blocking; the program's next MPI call sees
- * every block in place. */
-static inline void reference_alltoallw(const void *sendbuf, const int *sendcounts,
-                                const MPI_Aint *sdispls, const MPI_Datatype *sendtypes,
-                                void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls,
-                                const MPI_Datatype *recvtypes, MPI_Comm comm)
+/* The alltoallw of every form on n: block k of each side at a byte
+ * displacement with its own count and type. Blocking; the program's next
+ * MPI call sees every block in place. Frees n's lists. */
+static inline void reference_exchange_w(reference_neighborhood_t n, const void *sendbuf,
+                                        const int *sendcounts, const MPI_Aint *sdispls,
+                                        const MPI_Datatype *sendtypes, void *recvbuf,
+                                        const int *recvcounts, const MPI_Aint *rdispls,
+                                        const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
-    int *in, *out, indegree, outdegree, cartesian;
-    reference_neighbors(comm, &in, &indegree, &out, &outdegree, &cartesian);
-    MPI_Request *requests = malloc(sizeof(MPI_Request) * (size_t)(indegree + outdegree + 1));
-    for (int k = 0; k < indegree; k++)
-        MPI_Irecv((char *)recvbuf + rdispls[k], recvcounts[k], recvtypes[k], in[k],
-                  REFERENCE_TAG + (cartesian ? k ^ 1 : 0), comm, &requests[k]);
-    for (int k = 0; k < outdegree; k++)
-        MPI_Isend((const char *)sendbuf + sdispls[k], sendcounts[k], sendtypes[k], out[k],
-                  REFERENCE_TAG + (cartesian ? k : 0), comm, &requests[indegree + k]);
-    MPI_Waitall(indegree + outdegree, requests, MPI_STATUSES_IGNORE);
+    MPI_Request *requests = malloc(sizeof(MPI_Request) * (size_t)(n.indegree + n.outdegree + 1));
+    for (int k = 0; k < n.indegree; k++)
+        MPI_Irecv((char *)recvbuf + rdispls[k], recvcounts[k], recvtypes[k], n.in[k],
+                  REFERENCE_TAG + (n.cartesian ? k ^ 1 : 0), comm, &requests[k]);
+    for (int k = 0; k < n.outdegree; k++)
+        MPI_Isend((const char *)sendbuf + sdispls[k], sendcounts[k], sendtypes[k], n.out[k],
+                  REFERENCE_TAG + (n.cartesian ? k : 0), comm, &requests[n.indegree + k]);
+    MPI_Waitall(n.indegree + n.outdegree, requests, MPI_STATUSES_IGNORE);
     free(requests);
-    free(in);
-    free(out);
+    free(n.in);
+    free(n.out);
+}
+
+static inline void reference_alltoallw(const void *sendbuf, const int *sendcounts,
+                                       const MPI_Aint *sdispls, const MPI_Datatype *sendtypes,
+                                       void *recvbuf, const int *recvcounts,
+                                       const MPI_Aint *rdispls, const MPI_Datatype *recvtypes,
+                                       MPI_Comm comm)
+{
+    reference_exchange_w(reference_read(comm), sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                         recvcounts, rdispls, recvtypes, comm);
 }
 
 /* Every other form as that alltoallw: uniform blocks (displs NULL: block
  * k at k counts of the side) or the v-form's displacements, in elements. */
 static inline void reference_exchange(const void *sendbuf, int sendcount, const int *sendcounts,
-                               const int *sdispls, MPI_Datatype sendtype, void *recvbuf,
-                               int recvcount, const int *recvcounts, const int *rdispls,
-                               MPI_Datatype recvtype, int same_block, MPI_Comm comm)
+                                      const int *sdispls, MPI_Datatype sendtype, void *recvbuf,
+                                      int recvcount, const int *recvcounts, const int *rdispls,
+                                      MPI_Datatype recvtype, int same_block, MPI_Comm comm)
 {
-    int *in, *out, indegree, outdegree, cartesian;
-    reference_neighbors(comm, &in, &indegree, &out, &outdegree, &cartesian);
-    free(in);
-    free(out);
+    reference_neighborhood_t nb = reference_read(comm);
     MPI_Aint lb, send_extent, recv_extent;
     MPI_Type_get_extent(sendtype, &lb, &send_extent);
     MPI_Type_get_extent(recvtype, &lb, &recv_extent);
-    size_t n = (size_t)(indegree > outdegree ? indegree : outdegree) + 1;
+    size_t n = (size_t)(nb.indegree > nb.outdegree ? nb.indegree : nb.outdegree) + 1;
     int *scounts = malloc(sizeof(int) * n), *rcounts = malloc(sizeof(int) * n);
     MPI_Aint *sd = malloc(sizeof(MPI_Aint) * n), *rd = malloc(sizeof(MPI_Aint) * n);
     MPI_Datatype *stypes = malloc(sizeof(MPI_Datatype) * n);
     MPI_Datatype *rtypes = malloc(sizeof(MPI_Datatype) * n);
-    for (int k = 0; k < outdegree; k++) {
+    for (int k = 0; k < nb.outdegree; k++) {
         scounts[k] = sendcounts ? sendcounts[k] : sendcount;
         sd[k] = same_block ? 0
                 : sdispls  ? sdispls[k] * send_extent
                            : (MPI_Aint)k * sendcount * send_extent;
         stypes[k] = sendtype;
     }
-    for (int k = 0; k < indegree; k++) {
+    for (int k = 0; k < nb.indegree; k++) {
         rcounts[k] = recvcounts ? recvcounts[k] : recvcount;
         rd[k] = rdispls ? rdispls[k] * recv_extent : (MPI_Aint)k * recvcount * recv_extent;
         rtypes[k] = recvtype;
     }
-    reference_alltoallw(sendbuf, scounts, sd, stypes, recvbuf, rcounts, rd, rtypes, comm);
+    reference_exchange_w(nb, sendbuf, scounts, sd, stypes, recvbuf, rcounts, rd, rtypes, comm);
     free(scounts);
     free(rcounts);
     free(sd);

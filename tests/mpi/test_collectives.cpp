@@ -12,7 +12,6 @@
 #include "mpi_cases.h"
 #include "mpi_harness.h"
 
-
 using namespace nbrtest;
 
 namespace {

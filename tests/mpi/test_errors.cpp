@@ -1350,10 +1350,9 @@ TEST_F(Errors, PersistentRestartAfterReceiveError)
             if (rc == NBR_SUCCESS)
                 rc = nbr_wait(&req);
             EXPECT_TRUE(status_as_expected(rc, want, nullptr))
-                << "run " << run << " of a persistent alltoallv whose receiver "
-                                << victim << " expects 2 ints less from rank "
-                                << (nb.in.empty() ? -1 : nb.in.back()) << "; rank " << me
-                                << ": " << expect_text(rc, want);
+                << "run " << run << " of a persistent alltoallv whose receiver " << victim
+                << " expects 2 ints less from rank " << (nb.in.empty() ? -1 : nb.in.back())
+                << "; rank " << me << ": " << expect_text(rc, want);
         }
     }
     if (req != NBR_REQUEST_NULL)
