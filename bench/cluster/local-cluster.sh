@@ -3,9 +3,9 @@
 # this one machine.  Each node is a Linux network namespace with its own host
 # name; the nodes hang off one bridge that lives in a separate "switch"
 # namespace, and every node link is rate limited with tc.  Ranks on the same
-# node talk through shared memory (vader), ranks on different nodes through
-# TCP over the limited links, so inter-node traffic costs roughly what it
-# would on a real cluster with that link speed.
+# node talk through shared memory (Open MPI's vader, MPICH's posix), ranks on
+# different nodes through TCP over the limited links, so inter-node traffic
+# costs roughly what it would on a real cluster with that link speed.
 #
 # Nothing is created in the root namespace: every address, link and the
 # bridge live in namespaces made here, and all of it is removed on exit,
@@ -25,6 +25,7 @@ readonly BRIDGE=br0               # bridge name inside the switch namespace
 
 RATE=1gbit
 DELAY=""
+MPI_KIND=${LC_MPI:-openmpi}       # openmpi (mpirun) or mpich (Hydra's mpiexec)
 NODES=0
 RPN=0
 CMD=()
@@ -33,20 +34,24 @@ CREATED_ETC=()                    # /etc/netns/<ns> dirs to delete on exit
 MADE_ETC_NETNS=0                  # did we create /etc/netns itself?
 TMPDIR_LC=""
 MPI_PID=""
+GUARD_DIR=""                      # finalize_guard.c's status files (MPICH)
 
 usage() {
     cat <<EOF
-Usage: $PROG [--rate RATE] [--delay D] K R CMD [ARGS...]
+Usage: $PROG [--mpi openmpi|mpich] [--rate RATE] [--delay D] K R CMD [ARGS...]
        $PROG --clean-stale
        $PROG --help
 
 Simulate a cluster of K nodes with R MPI ranks each on this machine and run
-CMD on it with mpirun (Open MPI), e.g.
+CMD on it with Open MPI's mpirun or MPICH's mpiexec (Hydra), e.g.
 
   sudo $PROG 2 2 build/bench/nbr_bench --pattern rsg
   sudo $PROG --rate 100mbit 4 1 /tmp/netcheck
+  sudo $PROG --mpi mpich 4 2 build-mpich/bench/nbr_bench --pattern rsg
 
 Options:
+  --mpi KIND    openmpi (default) or mpich; CMD must be built against the
+                same MPI.  Also settable as LC_MPI.
   --rate RATE   link speed of every node, in tc units (default 1gbit;
                 e.g. 100mbit, 10gbit, 500mbit).  Applies per direction.
   --delay D     extra one-way latency between nodes, tc units (e.g. 100us,
@@ -57,14 +62,27 @@ Options:
   --help        show this text.
 
 Nodes are namespaces $PREFIX-n1..nK (hostnames node1..nodeK, addresses
-$NET.1..$NET.K) bridged in namespace $PREFIX-sw; mpirun starts in node1.
-Ranks 0..R-1 run on node1, R..2R-1 on node2, and so on.
+$NET.1..$NET.K) bridged in namespace $PREFIX-sw; the launcher starts in
+node1.  Ranks 0..R-1 run on node1, R..2R-1 on node2, and so on.
 
 Environment:
-  LC_MPIRUN_ARGS  extra mpirun arguments, split on whitespace.  A default
-                  MCA parameter (pml, btl, mpi_yield_when_idle, ...) or
-                  --bind-to named here is not passed by the script, so this
-                  can override it, e.g. LC_MPIRUN_ARGS="--mca pml ucx".
+  LC_MPIRUN_ARGS  extra launcher arguments, split on whitespace.  With Open
+                  MPI, a default MCA parameter (pml, btl,
+                  mpi_yield_when_idle, ...) or --bind-to named here is not
+                  passed by the script, so this can override it, e.g.
+                  LC_MPIRUN_ARGS="--mca pml ucx".
+  LC_MPIEXEC      MPICH's launcher (default mpiexec.mpich, else mpiexec).
+  UCX_*, MPIR_CVAR_*
+                  with MPICH: the script sets UCX_NET_DEVICES=lc0,
+                  UCX_TLS=tcp,self and MPIR_CVAR_POLLS_BEFORE_YIELD=1
+                  unless already set; Hydra forwards the environment.
+  LC_FINALIZE_GRACE, LC_FINALIZE_GUARD, LC_MPICC
+                  with MPICH the ranks run under finalize_guard.c (built
+                  with LC_MPICC, default mpicc.mpich; LD_PRELOAD is kept
+                  after it): a rank whose MPI_Finalize hangs (UCX's TCP
+                  transport) exits with its program's status after
+                  LC_FINALIZE_GRACE s (default 10).  LC_FINALIZE_GUARD=0
+                  runs without it.
   LC_GSO_SIZE, LC_GSO_SEGS, LC_BURST
                   for experiments: the largest packet the links hand their
                   shapers (bytes, segments) and the token bucket (bytes);
@@ -90,6 +108,9 @@ parse_args() {
             --delay) [[ $# -ge 2 ]] || die "--delay needs a value"
                      DELAY=$2; shift 2 ;;
             --delay=*) DELAY=${1#--delay=}; shift ;;
+            --mpi) [[ $# -ge 2 ]] || die "--mpi needs a value"
+                   MPI_KIND=$2; shift 2 ;;
+            --mpi=*) MPI_KIND=${1#--mpi=}; shift ;;
             --) shift; break ;;
             -*) die "unknown option $1 (see --help)" ;;
             *) break ;;
@@ -100,6 +121,8 @@ parse_args() {
     [[ $2 =~ ^[1-9][0-9]*$ ]] || die "R must be a positive integer, got '$2'"
     NODES=$1 RPN=$2
     shift 2
+    [[ $MPI_KIND == openmpi || $MPI_KIND == mpich ]] ||
+        die "--mpi must be openmpi or mpich, got '$MPI_KIND'"
     CMD=("$@")
     rate_to_bytes "$RATE" >/dev/null || die "bad --rate '$RATE' (e.g. 1gbit)"
     if [[ -n $DELAY && ! $DELAY =~ ^[0-9]+(\.[0-9]+)?(s|ms|us|usec|msec)$ ]]; then
@@ -124,10 +147,14 @@ rate_to_bytes() {
 
 check_prereqs() {
     [[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces and tc need it); try: sudo $0 ..."
-    local tool
-    for tool in ip tc unshare hostname mpirun awk; do
+    local tool launcher=mpirun
+    if [[ $MPI_KIND == mpich ]]; then
+        MPIEXEC=${LC_MPIEXEC:-$(command -v mpiexec.mpich || echo mpiexec)}
+        launcher=$MPIEXEC
+    fi
+    for tool in ip tc unshare hostname "$launcher" awk; do
         command -v "$tool" >/dev/null ||
-            die "'$tool' not found (need iproute2, util-linux, hostname, Open MPI)"
+            die "'$tool' not found (need iproute2, util-linux, hostname, $MPI_KIND)"
     done
 }
 
@@ -253,7 +280,8 @@ EOF
 write_hostfile() {
     local i
     for ((i = 1; i <= NODES; i++)); do
-        echo "node$i slots=$RPN"
+        if [[ $MPI_KIND == mpich ]]; then echo "node$i:$RPN"
+        else echo "node$i slots=$RPN"; fi
     done >"$TMPDIR_LC/hostfile"
 }
 
@@ -263,8 +291,72 @@ write_hostfile() {
 # (Open MPI rejects an MCA parameter given twice).
 user_has() { [[ " ${LC_MPIRUN_ARGS:-} " == *[[:space:]]"$1"[[:space:]]* ]]; }
 
-# Fills the array MPIRUN with the whole mpirun command line.
+# Fills the array MPIRUN with the whole launcher command line.
 build_mpirun() {
+    if [[ $MPI_KIND == mpich ]]; then build_mpiexec_mpich; else build_mpirun_ompi; fi
+}
+
+# Hydra starts one proxy per host through the agent (as it would ssh) and
+# forwards the whole environment to the ranks, so settings travel as
+# variables.  -iface makes the proxies call back to node1's bridge address.
+build_mpiexec_mpich() {
+    local extra=()
+    # UCX carries the inter-node traffic: only over the node link and over
+    # TCP, never over shared memory, which spans the fake nodes.
+    export UCX_NET_DEVICES=${UCX_NET_DEVICES:-$NODE_IF}
+    export UCX_TLS=${UCX_TLS:-tcp,self}
+    # MPICH's knob for what Open MPI's mpi_yield_when_idle does (see
+    # there); on ch4:ucx small calls still wait in 4 ms steps with it
+    # (bench/README.md, MPICH on the emulated cluster).
+    export MPIR_CVAR_POLLS_BEFORE_YIELD=${MPIR_CVAR_POLLS_BEFORE_YIELD:-1}
+    MPIRUN=("$MPIEXEC" -f "$TMPDIR_LC/hostfile" -n $((NODES * RPN))
+            -wdir "$PWD" -launcher ssh -launcher-exec "$TMPDIR_LC/agent"
+            -iface "$NODE_IF")
+    if [[ ${LC_FINALIZE_GUARD:-1} != 0 ]]; then
+        build_finalize_guard
+        GUARD_DIR=$TMPDIR_LC/guard
+        mkdir "$GUARD_DIR"
+        MPIRUN+=(-genv LD_PRELOAD "$TMPDIR_LC/finalize_guard.so${LD_PRELOAD:+:$LD_PRELOAD}"
+                 -genv LC_GUARD_DIR "$GUARD_DIR")
+    fi
+    # shellcheck disable=SC2206
+    if [[ -n ${LC_MPIRUN_ARGS:-} ]]; then extra=($LC_MPIRUN_ARGS); fi
+    MPIRUN+=("${extra[@]}" "${CMD[@]}")
+}
+
+# MPICH over UCX's TCP transport can hang in MPI_Finalize after the
+# program is done (see finalize_guard.c); the ranks get a guard that bounds it.
+build_finalize_guard() {
+    local src mpicc=${LC_MPICC:-mpicc.mpich}
+    src=$(dirname "$(readlink -f "$0")")/finalize_guard.c
+    [[ -r $src ]] || die "$src not found (set LC_FINALIZE_GUARD=0 to run without it)"
+    "$mpicc" -shared -fPIC -O2 -o "$TMPDIR_LC/finalize_guard.so" "$src" -ldl ||
+        die "building $src with $mpicc failed (set LC_MPICC, or LC_FINALIZE_GUARD=0)"
+}
+
+# After a guarded run in which a guard cut a finalize short: when every
+# rank got to its exit (left a status file), the job's status is the
+# programs' (OR-ed, as Hydra does), not what the launcher, upset by ranks
+# leaving its barrier, reported or did to the ranks still in it.  Prints
+# that status; fails where the launcher's status stands.
+guarded_status() {
+    local rc=$1 f n=0 cut=0 status word all=0
+    for f in "$GUARD_DIR"/rank-*; do
+        [[ -r $f ]] || continue
+        read -r status word <"$f" || return 1
+        [[ $status =~ ^[0-9]+$ && $word =~ ^(returned|cut|finalizing)$ ]] ||
+            return 1
+        n=$((n + 1)) all=$((all | status))
+        [[ $word == cut ]] && cut=$((cut + 1))
+    done
+    [[ $n -eq $((NODES * RPN)) && $cut -gt 0 ]] || return 1
+    say "$cut of $n ranks were cut off in MPI_Finalize after the grace" \
+        "time (finalize_guard.c); exit status $all from the programs" \
+        "(launcher: $rc)" >&2
+    echo "$all"
+}
+
+build_mpirun_ompi() {
     local var extra=()
     MPIRUN=(mpirun --allow-run-as-root --oversubscribe
             --hostfile "$TMPDIR_LC/hostfile" -np $((NODES * RPN))
@@ -296,7 +388,7 @@ build_mpirun() {
 print_header() {
     say "nodes=$NODES ranks/node=$RPN ranks=$((NODES * RPN))" \
         "rate=$RATE delay=${DELAY:-none} subnet=$SUBNET"
-    say "namespaces $PREFIX-n1..n$NODES, switch $PREFIX-sw; mpirun in node1"
+    say "namespaces $PREFIX-n1..n$NODES, switch $PREFIX-sw; $MPI_KIND's launcher in node1"
 }
 
 # mpirun runs in the background so that a signal reaches our trap at once
@@ -403,7 +495,12 @@ main() {
     write_hostfile
     build_mpirun
     say "running: ${MPIRUN[*]}"
-    run_mpirun
+    local rc=0 status
+    run_mpirun || rc=$?
+    if [[ -n $GUARD_DIR ]] && status=$(guarded_status "$rc"); then
+        rc=$status
+    fi
+    return "$rc"
 }
 
 main "$@"
