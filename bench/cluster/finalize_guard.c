@@ -1,7 +1,7 @@
 /* finalize_guard.c: bounds MPI_Finalize on local-cluster.sh's MPICH runs.
  *
  * MPICH 4.0 over UCX 1.13's TCP transport hangs in MPI_Finalize now and
- * then (about one launch in five on the emulated cluster): one rank keeps
+ * then (one launch in five at 2 x 2, most at 4 x 4): one rank keeps
  * polling to close its endpoint to a peer that has already entered the
  * launcher's exit barrier and no longer progresses UCX, and the peer waits
  * in that barrier for it (the UCX bug reported as openucx/ucx#8738).  Every
