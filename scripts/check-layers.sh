@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a file of src/ includes a header of a higher layer, or of a
-# sibling layer (docs/ARCHITECTURE.md, "Layers"):
+# sibling layer (docs/architecture.md, "Layers"):
 #
 #   front            public API, requests, communicator state, configuration
 #   alg | exec       algorithms (registry, builders) | executors

@@ -23,7 +23,7 @@
 # --mps: run everything under NVIDIA's Multi-Process Service (a daemon of
 # this script's own, stopped at the end). Ranks that share one GPU are
 # otherwise time-sliced: every call that touches the GPU then waits about
-# 140 us per process for its turn (bench/results/2026-11-24-h100), which
+# 140 us per process for its turn (docs/decisions.md, D44), which
 # says nothing of nbrcoll; with a GPU per rank neither applies.
 set -euo pipefail
 cd "$(dirname "$0")/.."

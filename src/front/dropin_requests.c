@@ -1,5 +1,6 @@
-/* nbrcoll operations as MPI_Request handles (issue 14; the design is
- * docs/ARCHITECTURE.md's "Drop-in requests").
+/* nbrcoll operations as MPI_Request handles (the design is
+ * docs/architecture.md, "Drop-in"; why generalized requests:
+ * docs/decisions.md, D46).
  *
  * An operation the program holds is an `op`: the nbrcoll request, and as
  * its handle a generalized request (MPI_Grequest_start), which gives a

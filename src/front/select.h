@@ -1,5 +1,5 @@
 /* What a call runs, decided on facts every rank of the communicator
- * shares (select.c; docs/ARCHITECTURE.md, "Selection").
+ * shares (select.c; docs/selection.md).
  *
  * A communicator's calls of one collective in one form are a stream
  * (front/comm.h). Its first call, and its calls number 4, 16, 64, 256 and

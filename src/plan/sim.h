@@ -1,7 +1,7 @@
 /* The plan simulator: predicts how long a whole job's plans take on a
  * machine (topo/machine.h), in one process, without running them.
  *
- * The model (docs/ARCHITECTURE.md, "Simulator", says why each rule):
+ * The model (docs/simulator.md; docs/decisions.md says why each rule):
  *   - Every rank starts at the machine's per-call start (machine.h).
  *   - A rank runs its phases in order. At the start of a phase it posts
  *     the phase's receives, then issues its sends one after the other,

@@ -288,7 +288,7 @@ TEST_F(DeviceLayer, MessagesOfOtherLengthsFailWithoutHanging)
     };
     const int *in = nbr_graph_in(&gc.g, me);
     // a longer message than expected is the error; a shorter one fills
-    // the slot's front (docs/ARCHITECTURE.md, "Short and long blocks")
+    // the slot's front (docs/reliability.md, "Short and long blocks")
     bool faulty_in_edge = false;
     for (int i = 0; i < gc.indeg(); ++i)
         faulty_in_edge |= expected(in[i], me) < sent(in[i]);

@@ -1102,7 +1102,7 @@ TEST_P(ReceiveCountTooSmall, Alltoallw) { receive_count_too_small(Op::Alltoallw,
 INSTANTIATE_TEST_SUITE_P(Errors, ReceiveCountTooSmall, ::testing::Values("naive", "mpi"));
 
 // One rule for a block of another length than its slot, on every
-// algorithm and the library's call (docs/ARCHITECTURE.md, "Short and long
+// algorithm and the library's call (docs/reliability.md, "Short and long
 // blocks"): the victim's slots from its first in-neighbor (every slot for
 // the uniform collectives) are one int longer than what arrives, and the
 // call succeeds everywhere with the slot's front filled and its last int
