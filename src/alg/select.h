@@ -20,22 +20,13 @@
 #define NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT 1024
 
 /* nbr_auto_trials when not configured: the fewest blocking calls timed on
- * each side of auto's trial (front/select.h); with 3, halving's spread of
- * call times left near-ties to noise on this 2-core machine. Cheap calls
- * get more, as many rounds as fit in NBR_TRIAL_SIDE_SECONDS per side
- * (all sides' calls of a round together), up to NBR_AUTO_TRIALS_MAX: the
- * shorter a call, the larger the share of the machine's jitter in its
- * time, and the less a trial call costs. With at most 25, calls of 20 us
- * on one node of 8 (Moore d2 r1, 16 B: single calls from 11 to 180 us)
- * kept halving in one run of three, which the bench then timed at 0.87x
- * of MPI's call (bench/results/2026-11-26-blocks-default); 100 such calls
- * take 2 ms. With 10 ms per side, calls of 0.5-1.5 ms on the emulated
- * cluster (Moore d3 r1, 16 B) got 6-9 each, and auto kept combining at
- * 0.88x of halving in two runs of three; with 30 ms (about 15 calls of
- * 1.1-1.6 ms each there, Moore d2 r1 at 16 B) the trial kept mpi,
- * combining and halving in three runs where the bench timed halving 9-11 %
- * ahead of mpi in each (bench/results/2026-11-28-trial-200ms): 100 ms
- * gives such calls about 50, a third of a second a signature. */
+ * each side of auto's trial (front/select.h); with fewer, one plan's
+ * spread of call times leaves near-ties to noise. Cheap calls get more, as
+ * many rounds as fit in NBR_TRIAL_SIDE_SECONDS per side (all sides' calls
+ * of a round together), up to NBR_AUTO_TRIALS_MAX: the shorter a call, the
+ * larger the share of the machine's jitter in its time, and the less a
+ * trial call costs. 100 calls of 20 us take 2 ms; calls of about 1.5 ms get
+ * about 50, a third of a second a signature (docs/decisions.md, D7). */
 #define NBR_AUTO_TRIALS_DEFAULT 5
 #define NBR_AUTO_TRIALS_MAX 100
 #define NBR_TRIAL_SIDE_SECONDS 0.1

@@ -28,10 +28,8 @@
  * (tried: Errors.PersistentRestartAfterReceiveError), where nbrcoll
  * promises the next start runs. Switching only the failed rank to the
  * nonblocking form, or to a new persistent request, hangs too: only that
- * rank knows of the error (bench/results/2026-11-24-persistent-library).
- * The price: Open MPI's persistent allgather of 8 B on 8 ranks here took
- * 13.7-16.0 us a call against 15.8-18.2 us for its nonblocking one (two
- * runs); at 4 KiB and 64 KiB the two were within noise. */
+ * rank knows of the error. The price is about 2 us a call at 8 B and
+ * nothing measurable from 4 KiB up (docs/decisions.md, D1). */
 
 /* nbrcoll takes a NULL buffer where it moves no bytes (or, where it does,
  * as MPI_BOTTOM: request.c checked that) and NULL count and displacement

@@ -236,13 +236,9 @@ static void log_prices(const nbr_comm_t *state, nbr_call_kind_t kind, const nbr_
 /* No trial for calls priced above this: a trial runs a few dozen calls, some
  * of slower plans, which at seconds per call a program calling a few times
  * would not win back. Up to it the trial costs a few seconds at most, and
- * it is needed there: on one node of 8, Moore d3 r1 with 4 MiB blocks
- * (60-90 ms a call), halving beat MPI by 12-18 % in two grids where the
- * price (and so auto without a trial) chose MPI. It was 100 ms until the
- * emulated 4 x 4 cluster priced leader and halving alike at 107 ms with 1
- * MiB blocks (RSG 0.4, 0.7, Moore d2 r2: both at the interfaces' floor),
- * where registry order then kept leader; on RSG 0.7 its median was
- * 0.92-0.94x of halving's in three grids. */
+ * it is needed there: calls of tens of milliseconds, where plans priced
+ * alike (both at the interfaces' floor) or the price's choice of MPI
+ * measured 6-18 % behind another plan (docs/decisions.md, D9). */
 #define NBR_TRIAL_MAX_SECONDS 0.2
 
 static void trial_sides(nbr_comm_t *state, const double *job, const double *slowest,
@@ -359,7 +355,7 @@ static int next_facts(nbr_deciding_t *d)
  * collectives stop a schedule at its first truncated receive: either way
  * peers wait for messages that never come, where MPI asks only that each
  * sender match its receivers. nbrcoll's own messages keep the rule of one
- * edge ("Short and long blocks" in docs/ARCHITECTURE.md). */
+ * edge ("Short and long blocks" in docs/reliability.md). */
 static int library_refuses(const nbr_deciding_t *d, const nbr_algorithm_t *candidate)
 {
     return candidate->library && nbr_call_uniform(d->call.kind) &&
@@ -705,10 +701,8 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
      * so the max over ranks of each call is what the job waited); a side's
      * time is the mean of its middle half of calls (the typical call: the
      * fastest would favour plans whose times spread widest, and bursts of
-     * the machine fall outside it), which wavers less than the median: on
-     * the emulated cluster, Moore d3 r1 at 16 B, medians of 30 calls put
-     * combining at 0.99-1.24x of halving's time where the bench measured
-     * 1.07-1.18x, and 4 runs of 18 kept it (bench/results/2026-11-27-trial-budget) */
+     * the machine fall outside it), which wavers less than the median
+     * (docs/decisions.md, D8) */
     double all[NBR_TRIAL_SIDES * NBR_AUTO_TRIALS_MAX] = {0}, job[NBR_TRIAL_SIDES];
     int mrc = MPI_Allreduce(trial->seconds, all, NBR_TRIAL_SIDES * NBR_AUTO_TRIALS_MAX,
                             MPI_DOUBLE, MPI_MAX, state->comm);

@@ -33,7 +33,7 @@ typedef struct event_heap {
  * seconds at the full rate that enters at served = v leaves when served
  * reaches v + w. First come, first served instead let the first message of
  * a phase leave early and its relay start early, which halving's chains
- * on sparse graphs do not (bench/results/2026-11-26-fair-nics). */
+ * on sparse graphs do not (docs/decisions.md, D14). */
 typedef struct nic {
     double served, updated; /* served, brought up to date at `updated` */
     double wake;            /* the pending event's time; < 0: none */
@@ -208,11 +208,9 @@ static int assign_nics(sim_t *s)
  * bytes at the cores' rate) and, in a queue of its own, each message's
  * hand-off (message_us); a message's start-up overhead stays on its rank's
  * port. Queueing those overheads in the pool instead, with no per-call
- * start, made relay plans' phases nearly free (halving predicted 5.7x
- * faster than naive at 16 B, measured 2.1x, bench/results/2026-11-24-sim-cpu);
- * a hand-off measured as what each further message costs the whole job,
- * with the start measured beside it, scores better at every size
- * (bench/results/2026-11-26-handoff). */
+ * start, made relay plans' phases nearly free; a hand-off measured as what
+ * each further message costs the whole job, with the start measured
+ * beside it, scores better at every size (docs/decisions.md, D17). */
 static int cpu_pool(const sim_t *s, int r)
 {
     return s->in->machine->cores_per_job || !s->in->locality ? 0 : s->in->locality->node_of[r];
@@ -309,11 +307,9 @@ static double handoff_done(sim_t *s, int r, double t, nbr_path_t path)
  * start-up overhead, except where r hands its messages off on shared
  * cores. There the hand-off, measured with every rank at work, is that
  * CPU time, and the overhead nbr_calibrate measures on one pair while the
- * other ranks wait would count it again on every sender's port: it made
- * naive's busiest rank on RSG 0.2 pay 6 network overheads of 30-41 us in
- * a row, and halving predicted 1.3x faster than naive at 16 B where it
- * measured 0.82-0.91x on three days' grids (bench/results/2026-11-26-fair-nics).
- * The whole start-up is then flight. */
+ * other ranks wait would count it again on every sender's port, pricing
+ * the rank with the most network messages far too slow (docs/decisions.md,
+ * D18). The whole start-up is then flight. */
 static double send_overhead(const sim_t *s, int r, nbr_path_t path)
 {
     return hands_off(s, r) ? 0 : nbr_path_busy_seconds(s->in->machine, path, 0);
@@ -525,8 +521,8 @@ static int issue_send(sim_t *s, int r, double t)
         /* the shared cores' time on the bytes the sender's interface holds
          * back, beside the wire, for a message sent by rendezvous
          * (machine.h): where ranks outnumber cores it caps what the whole
-         * network carries (bench/results/2026-11-25-network-cores); eager
-         * messages and bursts pass without it (bench/results/2026-11-26-blocks-default) */
+         * network carries (docs/decisions.md, D24); eager messages and
+         * bursts pass without it (D21) */
         if (m->core_network_bandwidth > 0 && wire_out > 0 &&
             (m->core_network_eager == 0 || op->bytes > m->core_network_eager)) {
             double cpu = network_core_seconds(m, st->lone_pair, op->bytes,

@@ -31,20 +31,17 @@
  * copies of up to C bytes run at R, not at gbytes_per_s. A relay copies a
  * block it has just received, or is about to send, so its source and
  * destination sit in the core's cache; gbytes_per_s is a copy larger than
- * the caches (on the emulated cluster's host nbr_calibrate measured 39
- * GB/s for 64 KiB against 10 for 16 MiB, and 24 against 18 in a later run:
- * bench/results/2026-11-26-cached-copies). burst_bytes
+ * the caches (docs/decisions.md, D16). burst_bytes
  * (optional) on the nics line: what each direction of an interface passes
  * at once, without its rate, at the start of a call, as a token-bucket
  * shaper's bucket does after a pause (the emulated cluster's tc tbf holds
  * 1 ms of the link's traffic); the first bytes sent through it in a call
  * use it up. burst_gbytes_per_s (optional, with burst_bytes) is the rate
  * a message's bytes that pass on the burst (on both interfaces) move at,
- * in place of the network path's: in ten calibrations of the emulated
- * cluster a ping-pong's 8 KiB took 0-19 us past alpha one way and 32 KiB
- * 88-98 us, where the link's rate says 66 and 262 us (nbr_calibrate fits
- * it). Without it those bytes take the path's rate on the sender's port
- * and in flight (the interfaces' queues pass them at once either way). `cores N
+ * in place of the network path's: a burst is not held to the link's rate
+ * (nbr_calibrate fits it; docs/decisions.md, D22). Without it those
+ * bytes take the path's rate on the sender's port and in flight (the
+ * interfaces' queues pass them at once either way). `cores N
  * [per=node|job]` (optional) says the host's CPU cores move the bytes of
  * local copies and of messages inside a node (memcpy through host memory),
  * N of them for each node's ranks, or with per=job for the whole job's (the
@@ -65,11 +62,8 @@
  * pair_first_gbytes_per_s (optional; default network_gbytes_per_s): a
  * lone pair is a rank whose messages between nodes in a phase all go to
  * and come from one peer, as halving's steps do, so that one TCP
- * connection carries them both ways at once. On the emulated cluster such
- * connections carried 0.52-0.63 of the interfaces' rate with 16 MiB a rank
- * and more with 1 MiB, where ranks talking to several peers at once
- * carried 0.64-0.78 and connections used one way the full rate
- * (bench/results/2026-11-28-duplex).
+ * connection carries them both ways at once, slower than connections used
+ * one way or ranks talking to several peers (docs/decisions.md, D25).
  * message_us (optional) is the core time each message's hand-off takes
  * from the sender's pool where ranks outnumber its cores: the turns the
  * sender and the receiver need on a core to pass it, whatever its size
@@ -81,18 +75,12 @@
  * all) gives the hand-off to messages between nodes only: on the emulated
  * 4 x 4 cluster a small call's time followed its messages between nodes
  * and not those inside a node (TCP's work in the kernel, where shared
- * memory is a copy in user space). Fitted over the seven graphs of each of
- * twenty-one grids, naive's 16 B calls took 33-204 us more a message a
- * rank between nodes and -262 to +101 us (18 of 21 below 0) a message
- * inside the node, and Moore d3 r1 (26 messages a rank, 8 inside the
- * node) ran faster than Moore d2 r2 (24, 4 inside)
- * (bench/results/2026-11-28-handoff-paths). wake_us (optional) is how
- * long a rank on shared cores waits for a core again when a phase of its
+ * memory is a copy in user space; docs/decisions.md, D20). wake_us
+ * (optional) is how long a rank on shared cores waits for a core again when a phase of its
  * plan ends and the next one may start: it gave its core away while it
  * waited for the phase's messages. A plan of more phases pays it more
- * often: on the emulated 4 x 4 cluster halving's and combining's small
- * calls ran slower against naive's than one start for all would say
- * (bench/results/2026-11-29-sparse-relay). Without the line every rank
+ * often. nbr_calibrate writes none: over its small calls a wake fits at 0
+ * (docs/decisions.md, D26). Without the line every rank
  * has a core of its own. `call start_us=S` (optional) is the
  * per-call start: from a call's start until its last rank runs it (a
  * barrier's release; where ranks share cores, their turns on them). Every
