@@ -68,7 +68,8 @@ int nbr_select_choose(const double *seconds, int n, int fallback);
  * not make two plans one, since the busiest node's interfaces can bound
  * two plans alike: on the emulated cluster, RSG 0.7 at 256 KiB priced
  * leader and halving at 27.2 ms each, the trial left halving out, and it
- * was 10 % faster. Returns how many sides it took (1: no rival). */
+ * was 10 % faster (docs/decisions.md, D10). Returns how many sides it
+ * took (1: no rival). */
 int nbr_select_trial_sides(const double *job, const double *slowest, int n, int best, int fallback,
                            int max, int *taken);
 

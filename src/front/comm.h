@@ -116,7 +116,8 @@ typedef struct nbr_comm {
      * that several ranks share, every call finds the caches cold, and each
      * line touched costs. On one node of 8 ranks on 2 cores, a 64 B
      * allgather the library ran measured 6 % slower through nbrcoll than
-     * MPI's own call while these were scattered over the state. */
+     * MPI's own call while these were scattered over the state
+     * (docs/decisions.md, D3). */
     MPI_Comm comm; /* private duplicate: nbrcoll's traffic never meets the user's */
     nbr_shortcut_t shortcut;
     int trials; /* decisions whose trial is under way (num_sides > 0) */

@@ -262,7 +262,7 @@ static void trial_sides(nbr_comm_t *state, const double *job, const double *slow
  * its first place by 2.5-12 %). On one node of 8, Moore d3 r1 at 16-64 KiB,
  * the trial times combining 25-35 % faster and halving 10-20 % slower than
  * the bench does, in a fixed order and in this one alike: that bias is
- * something else, not yet found. */
+ * something else, not yet found (docs/decisions.md, D6). */
 int nbr_trial_side(const nbr_decision_t *trial)
 {
     int sides = trial->num_sides, round = trial->trial_calls / sides;
@@ -736,7 +736,7 @@ int nbr_comm_trial_record(nbr_comm_t *state, nbr_decision_t *trial, double secon
      * once); a side that beat the priced winner and came within
      * NBR_TRIAL_CLOSE of the fastest runs again too, so that a near-tie is
      * not settled by one trial's few calls (on one node of 8, Moore d3 r1
-     * at 64 KiB kept combining at 0.68x of halving) */
+     * at 64 KiB kept combining at 0.68x of halving; docs/decisions.md, D11) */
     int again = keep != 0 && !trial->retried;
     NBR_INFO("comm %d: auto's %s for blocking %s (middle half of %d calls): %s: %s %s",
              state->id, trial->retried ? "second trial" : "trial",

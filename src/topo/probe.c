@@ -48,7 +48,7 @@ static void load_machine(void)
  * and kept (a lazily initialised cache): the machine does not change, a
  * load costs milliseconds, and each load with PCI leaves memory behind in
  * the PCI backend (about 370 KiB per load, measured with heaptrack), which
- * a load per communicator turned into a leak. */
+ * a load per communicator turned into a leak (docs/decisions.md, D48). */
 static int load_hwloc(hwloc_topology_t *topology)
 {
     pthread_mutex_lock(&machine_lock);
