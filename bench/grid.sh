@@ -90,7 +90,8 @@ Usage: bench/grid.sh --out DIR [options]
                      over their runs (the noise rule alone flags about one
                      point in ten of two identical runs) [$CONFIRM]
 
-Needs a build with the bench ($BUILD/bench/nbr_bench, nbr_sim), python3 and
+Needs a build with the bench and tools ($BUILD/bench/nbr_bench,
+$BUILD/tools/nbr_sim, nbr_calibrate), python3 and
 gnuplot for the plots (the report is written without gnuplot).
 EOF
 }
@@ -225,7 +226,7 @@ simulate() {
   g=$(graph_args "$item")
   tag=$(tag_of "$item")
   # shellcheck disable=SC2086
-  local -a sim=("$BUILD/bench/nbr_sim" --machine "$machine" $g
+  local -a sim=("$BUILD/tools/nbr_sim" --machine "$machine" $g
     --ranks "$ranks" --ranks-per-node "$rpn" --step 4
     --min-bytes "$min_b" --max-bytes "$max_b"
     --algorithms naive,halving,combining,leader
@@ -250,7 +251,7 @@ run_config() {
     local c
     for ((c = 1; c <= CALIBRATIONS; c++)); do
       files+=("$OUT/$name-cal$c.machine")
-      local -a cal=("${launch[@]}" "$BUILD/bench/nbr_calibrate" --name "grid-$name"
+      local -a cal=("${launch[@]}" "$BUILD/tools/nbr_calibrate" --name "grid-$name"
         --max-bytes 16Mi --sweep 1 --output "${files[-1]}")
       # local-cluster.sh's links: 1 Gbit/s, a bucket of 1 ms of that (125 kB)
       [[ $name == cluster ]] && cal+=(--link-gbit 1 --link-burst-bytes 125000)

@@ -3,14 +3,14 @@
 # socket and node paths) and writes a machine file that nbr_sim then reads
 # and predicts with: the two tools agree on the format, and the measured
 # numbers are sane (positive, the file says what was measured).
-# usage: calibrate_then_simulate.sh MPIEXEC_PREFIX... -- BUILD_DIR
+# usage: calibrate_then_simulate.sh MPIEXEC_PREFIX... -- NBR_CALIBRATE NBR_SIM
 set -euo pipefail
 mpiexec=()
 while [[ $1 != -- ]]; do mpiexec+=("$1"); shift; done
-build=$2
+calibrate=$2 sim=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"${mpiexec[@]}" -np 4 "$build/bench/nbr_calibrate" --ranks-per-socket 2 --max-bytes 256Ki \
+"${mpiexec[@]}" -np 4 "$calibrate" --ranks-per-socket 2 --max-bytes 256Ki \
     --sweep 1 --name local-test --output "$work/local.machine"
 cat "$work/local.machine"
 grep -q "^name local-test$" "$work/local.machine"
@@ -30,7 +30,7 @@ awk '/^# sweep socket/ { s = 1; next } s && /^#  +[0-9]/ { floor = $4 / 1e3 } /^
      /^path copy/ { for (i = 1; i <= NF; i++) if ($i ~ /^gbytes_per_s=/) { sub(/.*=/, "", $i); copy = $i } }
      END { if (!(floor > 0 && copy + 1e-4 >= floor)) { print "copy " copy " GB/s below the socket floor " floor; exit 1 } }' \
   "$work/local.machine"
-"$build/bench/nbr_sim" --machine "$work/local.machine" --ranks 16 --ranks-per-node 16 \
+"$sim" --machine "$work/local.machine" --ranks 16 --ranks-per-node 16 \
     --ranks-per-socket 8 --min-bytes 1Ki --max-bytes 1Ki --algorithms naive,halving |
     tee "$work/sim.txt"
 grep -Eq "^halving +1Ki +[0-9]+\.[0-9]+ +[0-9.]+" "$work/sim.txt"

@@ -23,4 +23,10 @@ for exe in dropin_cmake dropin_pkgconfig; do
   grep -q "info\] comm 0: 4 ranks" "$work/$exe.log" ||
     { echo "$exe: nbrcoll did not take the collectives" >&2; cat "$work/$exe.log" >&2; exit 1; }
 done
-echo "installed package works through find_package and pkg-config, drop-in included"
+# the tools come with the library, runnable from the prefix
+for tool in nbr_topo nbr_sim nbr_calibrate; do
+  [[ -x $work/prefix/bin/$tool ]] || { echo "install: no bin/$tool" >&2; exit 1; }
+done
+"$work/prefix/bin/nbr_sim" --help | grep -q "usage: nbr_sim" ||
+  { echo "install: bin/nbr_sim does not run" >&2; exit 1; }
+echo "installed package works through find_package and pkg-config, drop-in and tools included"
