@@ -43,7 +43,9 @@ static int is_weight_sentinel(const int *weights)
 
 /* After MPI made the communicator: set nbrcoll up on it, or undo it.
  * The communicators nbrcoll makes come from the PMPI_ names: with the
- * drop-in loaded, the MPI_ ones would set them up as well. */
+ * drop-in loaded, the MPI_ ones would land in it, and it would call back
+ * into nbrcoll to set them up a second time. The drop-in sits above this
+ * API, never below it (scripts/check-layers.sh). */
 static int finish_create(MPI_Info info, MPI_Comm *comm_dist_graph)
 {
     nbr_comm_t *state = NULL;

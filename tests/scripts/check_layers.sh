@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The include-direction check passes on src/ and fails on planted copies:
-# an upward include, a sibling include, an include from no layer.
+# an upward include, a sibling include, an include from no layer, and the
+# drop-in reached from the library (its header, or a call of an MPI_ name it
+# defines, where the library calls the PMPI_ one).
 # usage: check_layers.sh SOURCE_DIR
 set -euo pipefail
 source=$1
@@ -22,3 +24,6 @@ plant() { # plant NAME FILE LINE: a copy of src with LINE added to FILE; must fa
 plant upward plan/plan.c '#include "front/comm.h"'
 plant sibling exec/executor.c '#include "alg/registry.h"'
 plant unrooted base/log.c '#include "log.h"'
+plant dropin_header front/comm.c '#include "front/dropin.h"'
+plant dropin_call front/api.c 'static int planted(MPI_Comm c, MPI_Comm *n) { return MPI_Dist_graph_create_adjacent(c, 0, NULL, MPI_UNWEIGHTED, 0, NULL, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, n); }'
+plant dropin_dup exec/executor.c 'static int planted(MPI_Comm c, MPI_Comm *n) { return MPI_Comm_dup(c, n); }'
