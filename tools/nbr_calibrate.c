@@ -65,7 +65,7 @@
 #define TAG 11
 #define MAX_SIZES 16
 /* an exchange below this share of its interfaces' rate is held back by
- * the cores (the emulated 4 x 4 cluster: 0.7-0.75) */
+ * the cores (docs/decisions.md, network bytes take core time) */
 #define EXCHANGE_CAPPED 0.9
 
 typedef struct options {
@@ -210,9 +210,8 @@ static void measure_path(int me, int peer, char *buf, uint64_t max_bytes, fit_t 
     /* the overhead: what each of BURST small messages sent at once adds
      * to a round trip; the rest of alpha overlaps (machine.h). The least
      * of OVERHEAD_TRIES pairs of trips, as alpha is the least of three
-     * sizes: on the emulated cluster single pairs gave 16-18 us or 48-60
-     * us from run to run, other ranks' turns on the cores landing in the
-     * burst; such waits only ever add */
+     * sizes: where ranks share cores, other ranks' turns land in a burst
+     * now and then, and such waits only ever add */
     f->overhead = 0;
     for (int k = 0; k < OVERHEAD_TRIES && (me == 0 || me == peer); k++) {
         double one = trip(me, peer, buf, 8, 1);
@@ -235,9 +234,8 @@ static void measure_path(int me, int peer, char *buf, uint64_t max_bytes, fit_t 
  * burst_gbytes_per_s): the least-squares slope through zero of each
  * size's one-way time past alpha, over the sizes of up to half the burst
  * (a round trip's pause refills the bucket with about that much); 0 when
- * none is measured. In ten calibrations of the emulated cluster 8 KiB
- * took 0-19 us past alpha one way and 32 KiB 88-98 us, where the link's
- * rate says 66 and 262 us. */
+ * none is measured. A burst is not held to the link's rate
+ * (docs/decisions.md, the burst's rate). */
 static double burst_rate(const fit_t *f, long burst)
 {
     double across = 0, square = 0;
@@ -289,9 +287,9 @@ static double stream_rate(const int *node_of, const int *local_of, int n, int me
 }
 
 /* Each rank sends `bytes` to each of its peers (peers[0..count-1]) and
- * takes as much from each at once, reps times after one untimed round
- * (Open MPI's TCP transport opens a connection on its first use, which
- * took the first round twice as long: bench/results/2026-11-27-exchange-warmup).
+ * takes as much from each at once, reps times after one untimed round:
+ * Open MPI's TCP transport opens a connection on its first use, and the
+ * first round would time that (docs/decisions.md, calibration warm-up).
  * Returns what the whole job carried per second (rank 0). Collective. */
 static double exchange_with(const int *peers, int count, int reps, char *buf, int bytes)
 {
@@ -353,9 +351,8 @@ static double pair_rate(const int *node_of, const int *local_of, int n, int me, 
  * pairs of `small` and `large` bytes. NETWORK_TRIALS trials, each
  * measuring all three in turn so that they see the machine alike; each
  * rate is its trials' median, and every trial is kept in trials[3][...].
- * One trial of the pair at 1 MiB ranged 295-423 MB/s on the emulated
- * 4 x 4 cluster, and halving's price over naive's on Moore at 1 MiB and
- * up moved with these rates' ratio (bench/results/2026-11-28-pair-trials). */
+ * One trial alone is too noisy to price by (docs/decisions.md, pair rates
+ * as medians of trials). */
 typedef struct network_rates {
     double exchange, pair_small, pair_large;
     double trials[3][NETWORK_TRIALS];
@@ -526,9 +523,8 @@ static double small_copy_seconds(const char *buf, char *to)
 
 /* The least of COPY_TRIES timed memcpy of `bytes` and `best`. The caller
  * takes it at several points of the calibration: a host busy for a while
- * (other jobs on the machine) slows every copy of one batch; on
- * 2026-11-27 one batch of five gave 1.94 GB/s where the next calibration's
- * gave 6.75. */
+ * (other jobs on the machine) slows every copy of one batch
+ * (docs/decisions.md, the large copy timed three times). */
 static double large_copy_seconds(const char *buf, char *to, size_t bytes, double best)
 {
     for (int i = 0; i < COPY_TRIES; i++) {
@@ -845,13 +841,9 @@ int main(int argc, char **argv)
         m.cores = cores;
         m.cores_per_job = cores_per_job;
         /* the interfaces could carry nodes x nic; well short of that, the
-         * pool's cores set the pace: each moved its share. (On the emulated
-         * 4 x 4 cluster one stream per rank carries 0.9-0.95 of that, and
-         * this exchange, warm, 0.67-0.89, where naive carried 0.76-0.83 on
-         * the dense graphs (bench/results/2026-11-27-exchange-warmup). A
-         * lone pair with 16 MiB a rank carries 0.52-0.63, as halving's
-         * relays on Moore did, and with 1 MiB as much as the exchange or
-         * more (bench/results/2026-11-28-duplex): rates of its own.) */
+         * pool's cores set the pace: each moved its share. A lone pair gets
+         * rates of its own (docs/decisions.md, network bytes take core
+         * time; a lone pair's rates). */
         int capped = exchange > 0 && nic > 0 && exchange < EXCHANGE_CAPPED * nodes * nic;
         /* a lone pair's first bytes at the small one's rate, the rest at
          * the margin */
@@ -880,15 +872,15 @@ int main(int argc, char **argv)
          * sends has the hand-offs in its slope; where it meets zero
          * messages it has the start and about one message alone. Over
          * the library's own calls, relays and all, not over plain
-         * messages in one phase: a fan of 1-8 messages a rank measured a
-         * start of 96-135 us and hand-offs of 7-9 us on the emulated 4 x 4
-         * cluster and priced the day's grid worse than no start at all
-         * (bench/results/2026-11-26-handoff). */
+         * messages in one phase, whose fit prices a relay's phases too
+         * cheap (docs/decisions.md, a per-call start and a hand-off per
+         * message). */
         double pressure = cores ? (double)pool_ranks / cores : 0;
         double one_message = n > 1 ? slowest_message(&m, node_of, local_of, n, spr) : 0;
         /* with other nodes, against the messages to them alone: those are
-         * what a small call's time followed on the emulated cluster, not
-         * the messages inside a node (machine.h, message_paths) */
+         * what a small call's time follows, not the messages inside a node
+         * (machine.h, message_paths; docs/decisions.md, hand-offs for
+         * network messages only) */
         int network_only = nodes > 1;
         double slope = 0, at_zero = 0;
         fit_line(calls, num_calls, network_only, &slope, &at_zero);
