@@ -540,8 +540,7 @@ static int size_plan(const nbr_plan_input_t *in, nbr_plan_t *plan, size_t *offse
 static int load_params(MPI_Info info, void *params)
 {
     nbr_combining_params_t *p = params;
-    p->theta = 2; /* one shared neighbor saves no message */
-    return nbr_setting_int(info, "nbr_combining_theta", "NBR_COMBINING_THETA", 1, &p->theta);
+    return nbr_setting_int(info, NBR_SETTING_COMBINING_THETA, &p->theta);
 }
 
 static int build_all(const nbr_plan_input_t *in, const char *want, void *all)

@@ -1,5 +1,7 @@
 #include "base/log.h"
 
+#include "base/settings.h"
+
 #include <mpi.h>
 #include <nbrcoll.h>
 #include <stdarg.h>
@@ -11,7 +13,7 @@
 /* Read once; a lazily initialised cache, the only kind of global we keep. */
 static int parse_level(void)
 {
-    const char *env = getenv("NBR_LOG");
+    const char *env = nbr_setting_env_text(NBR_SETTING_LOG);
     static const char *names[] = {"error", "warn", "info", "debug"};
     if (env)
         for (int i = 0; i < 4; i++)

@@ -2,6 +2,7 @@
 
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/settings.h"
 
 #include <nbrcoll.h>
 #include <pthread.h>
@@ -186,7 +187,7 @@ static int f_synchronize(nbr_dev_stream_t *stream)
 /* The counting layer over backend (NBR_DEVICE_FAULTS=1). */
 static const nbr_device_backend_t *with_faults(const nbr_device_backend_t *backend)
 {
-    const char *on = getenv("NBR_DEVICE_FAULTS");
+    const char *on = nbr_setting_env_text(NBR_SETTING_DEVICE_FAULTS);
     if (!backend || !on || strcmp(on, "1") != 0)
         return backend;
     wrapped = backend;
@@ -217,7 +218,7 @@ static int usable(const nbr_device_backend_t *backend)
  * buffers it already allocated. */
 static void choose_backend(void)
 {
-    const char *name = getenv("NBR_DEVICE");
+    const char *name = nbr_setting_env_text(NBR_SETTING_DEVICE);
     if (!name || !*name)
         name = "auto";
     const nbr_device_backend_t *named = NULL;

@@ -15,6 +15,7 @@
 
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/settings.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -77,7 +78,7 @@ static uint64_t pid_namespace(void)
  * taken as GPU-aware) and the view. */
 static int map_segment(int fd, size_t bytes, char **base, char **view)
 {
-    const char *aware = getenv("NBR_GPU_AWARE_MPI");
+    const char *aware = nbr_setting_env_text(NBR_SETTING_GPU_AWARE_MPI);
     int cpu = aware && strcmp(aware, "1") == 0 ? PROT_READ | PROT_WRITE : PROT_NONE;
     void *b = mmap(NULL, bytes, cpu, MAP_SHARED, fd, 0);
     if (b == MAP_FAILED)

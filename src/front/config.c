@@ -18,25 +18,28 @@ static int load_algorithm(MPI_Info info, const nbr_algorithm_t **algorithm)
 {
     char name[NBR_NAME_MAX];
     snprintf(name, sizeof name, "%s", *algorithm ? (*algorithm)->name : NBR_AUTO_NAME);
-    int rc = nbr_setting_string(info, "nbr_algorithm", "NBR_ALGORITHM", name, sizeof name);
-    return rc == NBR_SUCCESS ? nbr_algorithm_lookup("nbr_algorithm", name, algorithm) : rc;
+    int rc = nbr_setting_string_over(info, NBR_SETTING_ALGORITHM, name, sizeof name);
+    return rc == NBR_SUCCESS ? nbr_algorithm_lookup(nbr_settings[NBR_SETTING_ALGORITHM].key,
+                                                    name, algorithm)
+                             : rc;
 }
+
+/* nbr_memory's words are in the mode's order (settings_table.def). */
+_Static_assert(NBR_MEMORY_AUTO == 0 && NBR_MEMORY_HOST == 1 && NBR_MEMORY_DEVICE == 2,
+               "nbr_memory's words follow nbr_memory_mode_t");
+/* Constants named elsewhere that must be the table's. */
+_Static_assert(NBR_AUTO_TRIALS_DEFAULT == NBR_SETTING_AUTO_TRIALS_DEFAULT &&
+                   NBR_AUTO_TRIALS_MAX == NBR_SETTING_AUTO_TRIALS_MAX,
+               "nbr_auto_trials: select.h and settings_table.def disagree");
+_Static_assert(NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT == NBR_SETTING_AUTO_WHOLE_GRAPH_RANKS_DEFAULT,
+               "nbr_auto_whole_graph_ranks: select.h and settings_table.def disagree");
 
 static int load_memory(MPI_Info info, nbr_memory_mode_t *mode)
 {
-    static const char *const names[] = {[NBR_MEMORY_AUTO] = "auto", [NBR_MEMORY_HOST] = "host",
-                                        [NBR_MEMORY_DEVICE] = "device"};
-    char memory[16] = "auto";
-    int rc = nbr_setting_string(info, "nbr_memory", "NBR_MEMORY", memory, sizeof memory);
-    if (rc != NBR_SUCCESS)
-        return rc;
-    for (int m = 0; m < (int)(sizeof names / sizeof names[0]); m++)
-        if (strcmp(memory, names[m]) == 0) {
-            *mode = (nbr_memory_mode_t)m;
-            return NBR_SUCCESS;
-        }
-    NBR_ERROR("nbr_memory: '%s' is not host, device or auto", memory);
-    return NBR_ERR_INFO;
+    int m = 0;
+    int rc = nbr_setting_enum(info, NBR_SETTING_MEMORY, &m);
+    *mode = (nbr_memory_mode_t)m;
+    return rc;
 }
 
 /* nbr_machine / NBR_MACHINE: a machine file, or the built-in default. A
@@ -45,7 +48,7 @@ static int load_memory(MPI_Info info, nbr_memory_mode_t *mode)
 static int load_machine(MPI_Info info, nbr_machine_t *machine)
 {
     char path[NBR_PATH_MAX] = "", why[NBR_PATH_MAX + 256];
-    int rc = nbr_setting_string(info, "nbr_machine", "NBR_MACHINE", path, sizeof path);
+    int rc = nbr_setting_string(info, NBR_SETTING_MACHINE, path, sizeof path);
     nbr_machine_default(machine);
     if (rc != NBR_SUCCESS || !path[0])
         return rc;
@@ -65,48 +68,24 @@ int nbr_config_load(MPI_Info info, nbr_config_t *config)
     NBR_CHECK(load_algorithm(info, &config->algorithm));
     NBR_CHECK(nbr_algorithm_params_load(info, &config->params));
     NBR_CHECK(load_machine(info, &config->machine));
-    config->auto_whole_graph_ranks = NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT;
-    NBR_CHECK(nbr_setting_int(info, "nbr_auto_whole_graph_ranks", "NBR_AUTO_WHOLE_GRAPH_RANKS",
-                              0, &config->auto_whole_graph_ranks));
-    config->expected_starts = NBR_EXPECTED_STARTS_DEFAULT;
-    NBR_CHECK(nbr_setting_int(info, "nbr_expected_starts", "NBR_EXPECTED_STARTS", 1,
-                              &config->expected_starts));
-    config->auto_trials = NBR_AUTO_TRIALS_DEFAULT;
-    NBR_CHECK(nbr_setting_int(info, "nbr_auto_trials", "NBR_AUTO_TRIALS", 0,
-                              &config->auto_trials));
-    if (config->auto_trials > NBR_AUTO_TRIALS_MAX) {
-        NBR_ERROR("nbr_auto_trials: %d is more than %d", config->auto_trials,
-                  NBR_AUTO_TRIALS_MAX);
-        rc = NBR_ERR_INFO;
-        goto out;
-    }
-    NBR_CHECK(nbr_setting_int(info, "nbr_ranks_per_node", "NBR_RANKS_PER_NODE", 0,
-                              &config->ranks_per_node));
-    NBR_CHECK(nbr_setting_int(info, "nbr_ranks_per_socket", "NBR_RANKS_PER_SOCKET", 0,
-                              &config->ranks_per_socket));
-    NBR_CHECK(nbr_setting_string(info, "nbr_dump_plan", "NBR_DUMP_PLAN", config->dump_dir,
+    NBR_CHECK(nbr_setting_int(info, NBR_SETTING_AUTO_WHOLE_GRAPH_RANKS,
+                              &config->auto_whole_graph_ranks));
+    NBR_CHECK(nbr_setting_int(info, NBR_SETTING_EXPECTED_STARTS, &config->expected_starts));
+    NBR_CHECK(nbr_setting_int(info, NBR_SETTING_AUTO_TRIALS, &config->auto_trials));
+    NBR_CHECK(nbr_setting_int(info, NBR_SETTING_RANKS_PER_NODE, &config->ranks_per_node));
+    NBR_CHECK(nbr_setting_int(info, NBR_SETTING_RANKS_PER_SOCKET, &config->ranks_per_socket));
+    NBR_CHECK(nbr_setting_string(info, NBR_SETTING_DUMP_PLAN, config->dump_dir,
                                  sizeof config->dump_dir));
-    NBR_CHECK(nbr_setting_string(info, "nbr_topo_file", "NBR_TOPO_FILE", config->topo_file,
+    NBR_CHECK(nbr_setting_string(info, NBR_SETTING_TOPO_FILE, config->topo_file,
                                  sizeof config->topo_file));
-    NBR_CHECK(nbr_setting_string(info, "nbr_topo_sysfs_root", "NBR_TOPO_SYSFS_ROOT",
-                                 config->sysfs_root, sizeof config->sysfs_root));
+    NBR_CHECK(nbr_setting_string(info, NBR_SETTING_TOPO_SYSFS_ROOT, config->sysfs_root,
+                                 sizeof config->sysfs_root));
     NBR_CHECK(load_memory(info, &config->exec.memory));
-    config->exec.staging_chunk = 1 << 20; /* large enough for full link speed, small enough to overlap */
-    NBR_CHECK(nbr_setting_int(info, "nbr_staging_chunk", "NBR_STAGING_CHUNK", 4096,
-                              &config->exec.staging_chunk));
-    config->exec.gpu_aware_mpi = -1;
-    NBR_CHECK(nbr_setting_int(MPI_INFO_NULL, NULL, "NBR_GPU_AWARE_MPI", 0,
-                              &config->exec.gpu_aware_mpi));
-    if (config->exec.gpu_aware_mpi > 1) {
-        NBR_ERROR("NBR_GPU_AWARE_MPI: %d is not 0 or 1", config->exec.gpu_aware_mpi);
-        rc = NBR_ERR_INFO;
-        goto out;
-    }
-    config->check_graph = 1;
-    NBR_CHECK(nbr_setting_bool(info, "nbr_check_graph", "NBR_CHECK_GRAPH", &config->check_graph));
-    NBR_CHECK(nbr_setting_bool(info, "nbr_agree_errors", "NBR_AGREE_ERRORS", &config->agree_errors));
-    config->forced_gpu = -1;
-    NBR_CHECK(nbr_setting_int(MPI_INFO_NULL, NULL, "NBR_GPU", 0, &config->forced_gpu));
+    NBR_CHECK(nbr_setting_int(info, NBR_SETTING_STAGING_CHUNK, &config->exec.staging_chunk));
+    NBR_CHECK(nbr_setting_int(info, NBR_SETTING_GPU_AWARE_MPI, &config->exec.gpu_aware_mpi));
+    NBR_CHECK(nbr_setting_bool(info, NBR_SETTING_CHECK_GRAPH, &config->check_graph));
+    NBR_CHECK(nbr_setting_bool(info, NBR_SETTING_AGREE_ERRORS, &config->agree_errors));
+    NBR_CHECK(nbr_setting_int(info, NBR_SETTING_GPU, &config->forced_gpu));
 out:
     if (rc != NBR_SUCCESS)
         nbr_config_free(config);
@@ -141,20 +120,43 @@ static uint64_t digest(const void *bytes, size_t n, uint64_t h)
     return h;
 }
 
-static void add_setting(nbr_shared_setting_t *settings, int *n, const char *name,
+static void add_named(nbr_shared_setting_t *settings, int *n, const char *name,
+                      const char *format, ...) __attribute__((format(printf, 4, 5)));
+static void add_setting(nbr_shared_setting_t *settings, int *n, nbr_setting_id_t id,
                         const char *format, ...) __attribute__((format(printf, 4, 5)));
 
-static void add_setting(nbr_shared_setting_t *settings, int *n, const char *name,
-                        const char *format, ...)
+static void add_value(nbr_shared_setting_t *settings, int *n, const char *name,
+                      const char *format, va_list args) __attribute__((format(printf, 4, 0)));
+
+static void add_value(nbr_shared_setting_t *settings, int *n, const char *name,
+                      const char *format, va_list args)
 {
     if (*n >= NBR_SHARED_SETTINGS_MAX)
         return;
-    va_list args;
-    va_start(args, format);
     snprintf(settings[*n].name, sizeof settings[*n].name, "%s", name);
     vsnprintf(settings[*n].value, sizeof settings[*n].value, format, args);
-    va_end(args);
     (*n)++;
+}
+
+static void add_named(nbr_shared_setting_t *settings, int *n, const char *name,
+                      const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    add_value(settings, n, name, format, args);
+    va_end(args);
+}
+
+/* A row of the table, named as the log names it ("key / ENV"). */
+static void add_setting(nbr_shared_setting_t *settings, int *n, nbr_setting_id_t id,
+                        const char *format, ...)
+{
+    char name[sizeof settings[0].name];
+    nbr_setting_name(id, name, (int)sizeof name);
+    va_list args;
+    va_start(args, format);
+    add_value(settings, n, name, format, args);
+    va_end(args);
 }
 
 /* The machine as its file would say it: the same text, the same machine. */
@@ -174,25 +176,23 @@ static uint64_t machine_digest(const nbr_machine_t *machine)
 
 int nbr_config_shared_settings(const nbr_config_t *c, nbr_shared_setting_t *settings)
 {
-    static const char *const memory[] = {"auto", "host", "device"};
     int n = 0;
-    add_setting(settings, &n, "nbr_algorithm / NBR_ALGORITHM", "%s",
+    char memory[16];
+    nbr_setting_word(NBR_SETTING_MEMORY, (int)c->exec.memory, memory, sizeof memory);
+    add_setting(settings, &n, NBR_SETTING_ALGORITHM, "%s",
                 c->algorithm ? c->algorithm->name : NBR_AUTO_NAME);
-    add_setting(settings, &n, "nbr_ranks_per_node / NBR_RANKS_PER_NODE", "%d", c->ranks_per_node);
-    add_setting(settings, &n, "nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET", "%d",
-                c->ranks_per_socket);
-    add_setting(settings, &n, "nbr_check_graph / NBR_CHECK_GRAPH", "%d", c->check_graph);
-    add_setting(settings, &n, "nbr_agree_errors / NBR_AGREE_ERRORS", "%d", c->agree_errors);
-    add_setting(settings, &n, "nbr_auto_trials / NBR_AUTO_TRIALS", "%d", c->auto_trials);
-    add_setting(settings, &n, "nbr_auto_whole_graph_ranks / NBR_AUTO_WHOLE_GRAPH_RANKS", "%d",
+    add_setting(settings, &n, NBR_SETTING_RANKS_PER_NODE, "%d", c->ranks_per_node);
+    add_setting(settings, &n, NBR_SETTING_RANKS_PER_SOCKET, "%d", c->ranks_per_socket);
+    add_setting(settings, &n, NBR_SETTING_CHECK_GRAPH, "%d", c->check_graph);
+    add_setting(settings, &n, NBR_SETTING_AGREE_ERRORS, "%d", c->agree_errors);
+    add_setting(settings, &n, NBR_SETTING_AUTO_TRIALS, "%d", c->auto_trials);
+    add_setting(settings, &n, NBR_SETTING_AUTO_WHOLE_GRAPH_RANKS, "%d",
                 c->auto_whole_graph_ranks);
-    add_setting(settings, &n, "nbr_expected_starts / NBR_EXPECTED_STARTS", "%d",
-                c->expected_starts);
-    add_setting(settings, &n, "nbr_memory / NBR_MEMORY", "%s", memory[c->exec.memory]);
-    add_setting(settings, &n, "nbr_staging_chunk / NBR_STAGING_CHUNK", "%d",
-                c->exec.staging_chunk);
-    add_setting(settings, &n, "NBR_GPU_AWARE_MPI", "%d", c->exec.gpu_aware_mpi);
-    add_setting(settings, &n, "nbr_machine / NBR_MACHINE", "%s (digest %016llx)",
+    add_setting(settings, &n, NBR_SETTING_EXPECTED_STARTS, "%d", c->expected_starts);
+    add_setting(settings, &n, NBR_SETTING_MEMORY, "%s", memory);
+    add_setting(settings, &n, NBR_SETTING_STAGING_CHUNK, "%d", c->exec.staging_chunk);
+    add_setting(settings, &n, NBR_SETTING_GPU_AWARE_MPI, "%d", c->exec.gpu_aware_mpi);
+    add_setting(settings, &n, NBR_SETTING_MACHINE, "%s (digest %016llx)",
                 c->machine.name[0] ? c->machine.name : "default",
                 (unsigned long long)machine_digest(&c->machine));
     for (int i = 0; i < nbr_algorithm_count(); i++) {
@@ -201,9 +201,9 @@ int nbr_config_shared_settings(const nbr_config_t *c, nbr_shared_setting_t *sett
         char name[64];
         snprintf(name, sizeof name, "%s's own settings (nbr_%s_*)", a->name, a->name);
         if (params) /* calloc'ed and filled field by field: padding is zero */
-            add_setting(settings, &n, name, "digest %016llx",
-                        (unsigned long long)digest(params, a->params_size,
-                                                   0xcbf29ce484222325ULL));
+            add_named(settings, &n, name, "digest %016llx",
+                      (unsigned long long)digest(params, a->params_size,
+                                                 0xcbf29ce484222325ULL));
     }
     return n;
 }

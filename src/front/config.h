@@ -1,5 +1,5 @@
 /* Per-communicator configuration: MPI_Info keys, overridden by environment
- * variables of the same meaning (nbrcoll.h lists them). */
+ * variables of the same meaning (rows of base/settings_table.def). */
 #ifndef NBR_CONFIG_H
 #define NBR_CONFIG_H
 
@@ -11,11 +11,6 @@
 
 #define NBR_NAME_MAX 64
 #define NBR_PATH_MAX 1024
-
-/* Runs of a persistent request auto expects when pricing a plan's set-up
- * (nbr_expected_starts): an iterative solver starts its exchanges many
- * times; blocking and nonblocking calls set up every time (1). */
-#define NBR_EXPECTED_STARTS_DEFAULT 100
 
 typedef struct nbr_config {
     const nbr_algorithm_t *algorithm; /* the communicator's; NULL: auto */

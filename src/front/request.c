@@ -261,8 +261,7 @@ static int persistent_algorithm(MPI_Info info, nbr_comm_t *state,
     if (info != MPI_INFO_NULL)
         rc = nbr_config_request_algorithm(info, &algorithm);
     if (rc == NBR_SUCCESS && info != MPI_INFO_NULL)
-        rc = nbr_setting_int(info, "nbr_expected_starts", "NBR_EXPECTED_STARTS", 1,
-                             expected_starts);
+        rc = nbr_setting_int_over(info, NBR_SETTING_EXPECTED_STARTS, expected_starts);
     /* one MIN over (status, id, -id): equal ids everywhere iff min id == -min(-id) */
     int id = nbr_algorithm_index(algorithm);
     int mine[3] = {rc, rc == NBR_SUCCESS ? id : 0, rc == NBR_SUCCESS ? -id : 0}, low[3];

@@ -2,26 +2,17 @@
  * (plan.c); dedup also moves values by their global indices. */
 #include "alg/aggregate/internal.h"
 
-#include "base/log.h"
 #include "base/settings.h"
 
 #include <nbrcoll.h>
-#include <string.h>
 
 static int load(MPI_Info info, nbr_aggregate_params_t *p)
 {
-    char region[16] = "node";
-    int message_bytes = 16384;
-    int rc = nbr_setting_string(info, "nbr_aggregate_region", "NBR_AGGREGATE_REGION", region,
-                                (int)sizeof region);
-    if (rc == NBR_SUCCESS && strcmp(region, "node") != 0 && strcmp(region, "socket") != 0) {
-        NBR_ERROR("nbr_aggregate_region: '%s' is neither node nor socket", region);
-        rc = NBR_ERR_INFO;
-    }
+    int region = 0, message_bytes = 0; /* region: the index of node|socket */
+    int rc = nbr_setting_enum(info, NBR_SETTING_AGGREGATE_REGION, &region);
     if (rc == NBR_SUCCESS)
-        rc = nbr_setting_int(info, "nbr_aggregate_message_bytes", "NBR_AGGREGATE_MESSAGE_BYTES",
-                             0, &message_bytes);
-    p->by_socket = strcmp(region, "socket") == 0;
+        rc = nbr_setting_int(info, NBR_SETTING_AGGREGATE_MESSAGE_BYTES, &message_bytes);
+    p->by_socket = region == 1;
     p->message_bytes = (size_t)message_bytes;
     return rc;
 }

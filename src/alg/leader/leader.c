@@ -506,8 +506,8 @@ static int build(const nbr_plan_input_t *in, nbr_plan_t *plan)
 
 static int load_params(MPI_Info info, void *params)
 {
-    int min_bytes = 256 * 1024; /* the paper's large-message range */
-    int rc = nbr_setting_int(info, "nbr_leader_min_bytes", "NBR_LEADER_MIN_BYTES", 0, &min_bytes);
+    int min_bytes = 0;
+    int rc = nbr_setting_int(info, NBR_SETTING_LEADER_MIN_BYTES, &min_bytes);
     ((nbr_leader_params_t *)params)->min_bytes = (size_t)min_bytes;
     return rc;
 }
