@@ -22,76 +22,99 @@
  * Every function returns NBR_SUCCESS (0) or a negative nbr_status_t; none
  * aborts, none prints except through the logger (env NBR_LOG).
  *
- * Configuration (MPI_Info key / environment variable; the environment wins):
- *   nbr_algorithm        / NBR_ALGORITHM        algorithm name, see
- *                                               nbr_algorithm_names();
- *                                               default auto: priced per
- *                                               call signature (README)
- *   nbr_machine          / NBR_MACHINE          machine parameters auto
- *                                               prices with (a .machine
- *                                               file; default built in)
+ * Configuration: each setting is an MPI_Info key (where it has one) and an
+ * environment variable; the environment wins. A bad value is NBR_ERR_INFO,
+ * and so is a setting that decides the messages (the algorithm, the node
+ * size, the graph check ...) with another value on some rank. The list is
+ * generated from src/base/settings_table.def (scripts/settings-doc.py
+ * --write; ctest -L docs checks it):
+ * <!-- settings:begin -->
+ *   nbr_algorithm / NBR_ALGORITHM
+ *       algorithm name; default auto: algorithm for the communicator (or, in
+ *       an _init info, for one request): one of nbr_algorithm_names(); auto
+ *       prices each call signature
+ *   nbr_machine / NBR_MACHINE
+ *       file; default unset: machine parameters auto prices with: a .machine
+ *       file (topo/README.md); none: a generic 100 Gbit/s cluster built in; an
+ *       unreadable file is an error
  *   nbr_auto_whole_graph_ranks / NBR_AUTO_WHOLE_GRAPH_RANKS
- *                                               auto prices halving and
- *                                               combining up to this many
- *                                               ranks (1024)
- *   nbr_auto_trials      / NBR_AUTO_TRIALS      the fewest blocking calls
- *                                               auto times on each side of
- *                                               its trial (5; cheap calls
- *                                               get up to 100; 0: price
- *                                               only)
- *   nbr_ranks_per_node   / NBR_RANKS_PER_NODE   split the job into virtual
- *                                               nodes of this many ranks
- *   nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET virtual CPU sockets inside
- *                                               each node
- *   nbr_topo_file        / NBR_TOPO_FILE        node model from this file
- *                                               (format: topo/README.md)
- *                          NBR_GPU              every rank uses this GPU of
- *                                               its node (default: the
- *                                               runtime's current device
- *                                               when the device layer is
- *                                               on, else local rank modulo
- *                                               the GPU count)
- *                          NBR_LOG              error|warn|info|debug
- *                          NBR_DUMP_PLAN        directory: write every plan
- *                                               built, one file per rank
- *                          NBR_DEVICE           auto|hip|cuda|emulate|off:
- *                                               the device runtime (auto: a
- *                                               GPU if one is found)
- *   nbr_memory           / NBR_MEMORY           auto|host|device: what the
- *                                               buffers are (auto asks the
- *                                               runtime per buffer; host
- *                                               turns the device layer off)
- *                          NBR_GPU_AWARE_MPI    0|1: MPI takes device
- *                                               pointers (default: ask MPI)
- *   nbr_staging_chunk    / NBR_STAGING_CHUNK    bytes per chunk of staged
- *                                               inter-node messages (1 MiB)
- *   nbr_combining_theta  / NBR_COMBINING_THETA  combining: ranks sharing at
- *                                               least this many out-
- *                                               neighbors combine (2)
- *   nbr_aggregate_region / NBR_AGGREGATE_REGION aggregate, dedup: node or
- *                                               socket (node)
+ *       integer >= 0; default 1024: auto prices halving and combining up to
+ *       this many ranks
+ *   nbr_auto_trials / NBR_AUTO_TRIALS
+ *       integer 0..100; default 5: the fewest blocking calls auto times on
+ *       each side of its trial (calls cheap enough get as many as fit in 100
+ *       ms per side, up to 100); 0: price only
+ *   nbr_ranks_per_node / NBR_RANKS_PER_NODE
+ *       integer >= 0; default 0: split the job into virtual nodes of this many
+ *       consecutive ranks; 0: the real nodes
+ *   nbr_ranks_per_socket / NBR_RANKS_PER_SOCKET
+ *       integer >= 0; default 0: virtual CPU sockets of this many ranks inside
+ *       each node; 0: one per node
+ *   nbr_dump_plan / NBR_DUMP_PLAN
+ *       directory; default unset: every plan built is written there, one file
+ *       per communicator and rank
+ *   nbr_topo_file / NBR_TOPO_FILE
+ *       file; default unset: use this stored node model instead of probing the
+ *       machine (the .topo files of topo/, format in topo/README.md)
+ *   nbr_topo_sysfs_root / NBR_TOPO_SYSFS_ROOT
+ *       directory; default unset: read the KFD sysfs tree below this directory
+ *       (tests, fake trees)
+ *   NBR_GPU
+ *       integer >= 0; default unset: every rank uses this GPU of its node;
+ *       unset: the runtime's current device when the device layer is on, else
+ *       local rank modulo the GPU count
+ *   NBR_DEVICE
+ *       auto, hip, cuda, emulate, off; default auto: the device runtime: auto
+ *       takes a GPU if HIP or CUDA finds one; emulate is a CPU emulation of
+ *       the device layer; off: host buffers only
+ *   nbr_memory / NBR_MEMORY
+ *       auto, host, device; default auto: what the buffers are: auto asks the
+ *       runtime per buffer; host turns the device layer off for the
+ *       communicator
+ *   NBR_GPU_AWARE_MPI
+ *       integer 0..1; default unset: 1: hand device pointers to MPI; 0: stage
+ *       through pinned host memory; unset: ask Open MPI's MPIX_Query_*_support
+ *   nbr_staging_chunk / NBR_STAGING_CHUNK
+ *       integer >= 4096; default 1048576: bytes per chunk of staged inter-node
+ *       messages
+ *   nbr_combining_theta / NBR_COMBINING_THETA
+ *       integer >= 1; default 2: combining: two ranks are friends when they
+ *       share at least this many out-neighbors
+ *   nbr_leader_min_bytes / NBR_LEADER_MIN_BYTES
+ *       integer >= 0; default 262144: leader: blocks smaller than this go
+ *       directly, as in naive
+ *   nbr_aggregate_region / NBR_AGGREGATE_REGION
+ *       node, socket; default node: aggregate, dedup: the regions agents
+ *       gather for
  *   nbr_aggregate_message_bytes / NBR_AGGREGATE_MESSAGE_BYTES
- *                                               aggregate, dedup: what one
- *                                               message weighs in bytes when
- *                                               agents are balanced (16384)
- *   nbr_check_graph      / NBR_CHECK_GRAPH      1|0: at set-up, check that
- *                                               each rank's out-edges match
- *                                               their ends' in-edges
- *                                               (NBR_ERR_GRAPH; default 1;
- *                                               one message per distinct
- *                                               out-neighbor)
- *   nbr_agree_errors     / NBR_AGREE_ERRORS     1|0: every call ends with
- *                                               one status on every rank
- *                                               (NBR_ERR_PEER where
- *                                               another rank failed;
- *                                               ceil(log2 P) rounds of one
- *                                               int per call; default 0;
- *                                               must be the same on every
- *                                               rank, else NBR_ERR_INFO)
- *   nbr_expected_starts  / NBR_EXPECTED_STARTS  runs of a persistent request
- *                                               auto spreads a plan's set-up
- *                                               over (100; also an _init
- *                                               info key)
+ *       integer >= 0; default 16384: aggregate, dedup: when agents are
+ *       balanced, a remote region weighs its messages times this plus its
+ *       bytes (small messages balance by count, large ones by bytes)
+ *   nbr_expected_starts / NBR_EXPECTED_STARTS
+ *       integer >= 1; default 100: starts a persistent request is expected to
+ *       run (also an _init info key); auto adds a plan's measured set-up
+ *       divided by it to the plan's price (blocking and nonblocking calls set
+ *       up every call: 1)
+ *   nbr_check_graph / NBR_CHECK_GRAPH
+ *       1/true/yes/on or 0/false/no/off; default 1: at set-up, check that
+ *       every out-edge has its in-edge at the other end (one message per
+ *       distinct out-neighbor and a barrier; NBR_ERR_GRAPH on every rank, the
+ *       pair and counts logged)
+ *   nbr_agree_errors / NBR_AGREE_ERRORS
+ *       1/true/yes/on or 0/false/no/off; default 0: every call ends with one
+ *       status on every rank (NBR_ERR_PEER where another rank failed;
+ *       ceil(log2 P) rounds of one int per call)
+ *   NBR_LOG
+ *       error, warn, info, debug; default warn: how much the logger says, to
+ *       stderr, prefixed with the rank (any case; another value: warn)
+ *   nbr_disable / NBR_DISABLE
+ *       switch; default unset: any value but empty, 0, false, no (the info key
+ *       at creation only): the drop-in (libnbrcoll_mpi) passes every call to
+ *       MPI unchanged
+ *   NBR_DEVICE_FAULTS
+ *       switch; default unset: tests: 1 wraps the device runtime in a layer
+ *       that fails the call a test arms
+ * <!-- settings:end -->
  *
  * Thread safety: calls on different communicators may run concurrently from
  * different threads (with MPI_THREAD_MULTIPLE); calls on one communicator
