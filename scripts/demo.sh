@@ -4,7 +4,7 @@
 # (its own directory: scripts/test.sh builds build/ with the tests), and
 # times nbrcoll's default algorithm (auto) against the MPI library's own
 # MPI_Neighbor_allgather, the results of both checked bit-exact before
-# timing, 64 B to 256 KiB per neighbor, on two graphs: a Moore stencil
+# timing, 4 KiB to 1 MiB per neighbor, on two graphs: a Moore stencil
 # (2-D, radius 2: 24 neighbors) and a dense random graph (RSG, edge
 # probability 0.7).
 #
@@ -14,7 +14,7 @@
 # calibrated machine file (topo/emulated-4x4-1gbit.machine; calibrate your
 # own with nbr_calibrate where the host differs). Elsewhere: on 4 virtual
 # nodes of 2 ranks on this machine (shared memory only: little for auto to
-# win), and nbr_sim's prediction of the same calls on a Frontier-like
+# win), and nbr_sim's prediction of the same graphs (64 B to 1 MiB) on a Frontier-like
 # machine of 64 nodes of 8 ranks (topo/frontier-slingshot.machine,
 # topo/frontier-mi250x.topo).
 #
@@ -46,7 +46,7 @@ graphs=(
 )
 # each round times 5 calls of one algorithm in a row, as a program calls
 # its collective; 4 rounds a size
-timing=(--collective allgather --min-bytes 64 --max-bytes 256Ki --step 4
+timing=(--collective allgather --min-bytes 4Ki --max-bytes 1Mi --step 4
         --warmup 5 --iters 20 --block 5 --algorithms mpi,auto)
 # bytes, algorithm (auto: the plan it ran), median us, speedup over mpi
 table() { awk '$1 ~ /^[0-9]+(Ki|Mi)?$/ && $2 ~ /^(mpi|auto)/ {printf "  %6s  %-16s %12s us  %5sx\n", $1, $2, $3, $6}' "$1"; }
@@ -99,7 +99,7 @@ else
     # shellcheck disable=SC2086
     "$sim" --machine topo/frontier-slingshot.machine --node-model topo/frontier-mi250x.topo \
       --ranks 512 --ranks-per-node 8 $args --collective allgather \
-      --min-bytes 64 --max-bytes 256Ki --step 4 --csv "$out/$name-frontier.csv" >"$out/$name-frontier.txt"
+      --min-bytes 64 --max-bytes 1Mi --step 4 --csv "$out/$name-frontier.csv" >"$out/$name-frontier.txt"
   done
 fi
 # one CSV (one header), so that the plot shows both graphs side by side
@@ -159,9 +159,9 @@ for name in names:
     ys = [float(r["speedup_vs_naive"]) for r in sim if r["algorithm"] == "auto"]
     if ys:
         predicted.append("%s (%s)" % (span(ys), label(name)))
-line = "auto vs MPI's own neighbor allgather %s, 64 B-256 KiB per neighbor: speedup %s" % (
+line = "auto vs MPI's own neighbor allgather %s, 4 KiB-1 MiB per neighbor: speedup %s" % (
     where, ", ".join(measured))
 if predicted:
-    line += "; predicted for a Frontier-like machine of 64 nodes x 8 ranks: %s" % ", ".join(predicted)
+    line += "; predicted for a Frontier-like machine of 64 nodes x 8 ranks, 64 B-1 MiB: %s" % ", ".join(predicted)
 print(line)
 EOF
