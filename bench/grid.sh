@@ -23,7 +23,7 @@ ITERS_TINY=1000 ITERS_SMALL=200 ITERS_LARGE=7 NODE_ITERS_LARGE=75 WARMUP=5
 # collective, algorithms still taking turns block by block. One call each
 # measured what the other plans' calls leave behind: on one node of 8,
 # halving ran 0.86-0.94x of MPI's call with all six timed in turns and
-# 1.08-1.16x alone (bench/results/2026-11-26-fair-nics/README.md).
+# 1.08-1.16x alone (docs/decisions.md, D27).
 BLOCK=5
 ALGS=mpi,naive,halving,combining,leader,auto
 CLUSTER_MACHINE=calibrate
@@ -80,7 +80,7 @@ Usage: bench/grid.sh --out DIR [options]
                      calibration each), every point judged and priced on
                      the medians over its runs: a point's measured speedup
                      over naive moves 1.1-1.2x between grids on the
-                     emulated cluster (bench/results/2026-11-27-pooled);
+                     emulated cluster (docs/decisions.md, D51);
                      run K (from 2) takes --order-seed 100+K, the first
                      nbr_bench's default order [$RUNS]
   --confirm N        fresh runs of each point whose first verdict is not ok
@@ -293,7 +293,7 @@ done
 # point's runs fall at different times of the machine's day, each round in
 # orders of its own (--order-seed K): with one seed every run of a point
 # took the same two orders, so a slow predecessor repeated in all three
-# (bench/results/2026-11-29-g28)
+# (docs/decisions.md, D28)
 rm -f "$OUT"/*-confirm*.csv "$OUT"/*-confirm*.txt
 # a missed prediction is measured again where the machine was calibrated in
 # the run (the node's built-in machine is not, and misses half its points)

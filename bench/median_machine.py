@@ -14,7 +14,7 @@ job to the next more than within a job (naive's small call on RSG 0.3:
 1068-1810 us over fourteen calibrations of one day), and a grid's many
 jobs see the machine's usual state; the median of three calibrations
 re-priced five grids 986 of 993 points within 25 % against 981 with their
-own (bench/results/2026-11-28-median-calibration).
+own (docs/decisions.md, D35).
 
 Except the rates of the paths inside a node (FASTEST): those take the
 largest. A ping-pong inside a node shares the cores with the job's other
@@ -23,13 +23,13 @@ over 86 calibrations of the emulated cluster. Priced at one rate, g1-g28
 barely move between 2.5 and 5 GB/s (5939 and 5935 of 6036 points within
 25 %, 5936 at their own) and fall to 5745 at 1.25; g29's median of three
 (2.49, 1.25, 0.85) was 1.25 and missed 5 of its 225 points, which its
-fastest prices right (bench/results/2026-11-29-g29).
+fastest prices right (docs/decisions.md, D36).
 
 Refused: calibrations whose per-call starts lie more than SPREAD's
 factor apart. A busy host makes them so (the ranks wait in sched_yield, and any
 runnable process takes their turns): g33's were 1080, 5666 and 10898 us,
 where the merged grids before spread 1.03-1.39x
-(bench/results/2026-11-29-sparse-relay)."""
+(docs/decisions.md, D37)."""
 import statistics
 import sys
 

@@ -80,16 +80,16 @@ void bh_time_interleaved(const bh_alg_t *algs, int nalgs, bh_layout_t *L,
      * last place). A rotating order moved every algorithm through every
      * place but kept its predecessor (auto always after leader, mpi after
      * auto); a shuffle pairs each with every other
-     * (bench/results/2026-11-26-bench-order). With block > 1 an algorithm's
+     * (docs/decisions.md, D28). With block > 1 an algorithm's
      * calls run in a row: on one node of 8, halving's time against MPI's
      * call on Moore d2 r2 at 256 KiB depended on how many other plans ran
      * in the rounds, for longer than one call (2 timed: 1.11-1.18x, 6:
-     * 0.86-0.94x; each alone 1.08-1.16x, bench/results/2026-11-26-fair-nics),
+     * 0.86-0.94x; each alone 1.08-1.16x, docs/decisions.md, D27),
      * where a program calling one collective sees it in its own state. */
     int order[BH_MAX_ALGS];
     /* a fixed seed gives every point the same orders: with 7 calls in
      * blocks of 5, auto's first block followed halving's in every run of
-     * every large point of the cluster grid (bench/results/2026-11-29-g28);
+     * every large point of the cluster grid (docs/decisions.md, D28);
      * grid.sh gives each confirming round and each --runs pass a seed of
      * its own. The factor is not a multiple of the shuffle's own step, so
      * that another seed is not the same stream a few draws on. */
