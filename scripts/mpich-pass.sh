@@ -17,11 +17,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${MPICH_BUILD_DIR:-build-mpich}
+# The optimization of the main build without its debug information
+# (-g: a third of the C++ tests' compile time), which nothing here reads.
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNBR_WERROR=ON -DNBR_MPI=mpich \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
   -DNBR_ENABLE_HIP=OFF -DNBR_ENABLE_CUDA=OFF -DNBR_BUILD_BENCH=OFF -DNBR_LEGAL_SEEDS_NP4=8
 suites=(nbr_mpi_collectives nbr_mpi_errors nbr_mpi_topologies nbr_mpi_host_algorithms)
 cmake --build "$dir" -j "$(nproc)" --target nbrcoll_mpi dropin_programs legal_programs \
   legal_programs_api "${suites[@]}"
 export GTEST_FILTER=-Collectives.Moore:Cartesian.EveryCollectiveOnEveryShape
-ctest --test-dir "$dir" --output-on-failure -j 2 \
+ctest --test-dir "$dir" --output-on-failure --no-tests=error -j 2 \
   -R '^(dropin\.|mpi\.(collectives|errors|topologies|host_algorithms)\.np4$|legal\.np4$)' "$@"

@@ -11,8 +11,12 @@ cd "$(dirname "$0")/.."
 root=$PWD
 dir=${SAN_BUILD_DIR:-build-sanitize}
 # Only what the pass runs (below): the unit tests, four MPI suites, three
-# drop-in programs and the drop-in library; no benchmarks.
+# drop-in programs and the drop-in library; no benchmarks. At -O1, as the
+# sanitizers' documentation advises: the instrumented C++ tests compile in
+# half the time of -O2 (test_registry.cpp: 21 s against 39 s of CPU), and
+# the checks are the same; -g keeps file and line in the reports.
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNBR_WERROR=ON \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
   -DNBR_SANITIZE=address,undefined -DNBR_ENABLE_HIP=OFF -DNBR_ENABLE_CUDA=OFF -DNBR_BUILD_BENCH=OFF
 cmake --build "$dir" -j "$(nproc)" --target nbr_unit_tests nbr_mpi_collectives nbr_mpi_errors \
   nbr_mpi_host_algorithms nbr_mpi_faults dropin_persistent_alltoallv dropin_inconsistent_graph \
@@ -50,4 +54,4 @@ export GTEST_FILTER=-Collectives.Moore
 mpi='^mpi\.(collectives|errors|host_algorithms|faults)\.np4$'
 dropin='^dropin\.(persistent_alltoallv|inconsistent_graph|creation_info)\.np4$'
 sweeps='ErdosRenyiSweep|VerifierOverSeededGraphs|At2048Ranks|AllgathervWithItsSizeRound|VerifiedOnManyGraphsAndMachines'
-ctest --test-dir "$dir" --output-on-failure -j 2 -R "^[A-Z]|$mpi|$dropin" -E "$sweeps" "$@"
+ctest --test-dir "$dir" --output-on-failure --no-tests=error -j 2 -R "^[A-Z]|$mpi|$dropin" -E "$sweeps" "$@"
