@@ -46,6 +46,7 @@ graphs=(
 )
 # each round times 5 calls of one algorithm in a row, as a program calls
 # its collective; 4 rounds a size
+# shellcheck disable=SC2054 # mpi,auto is one argument
 timing=(--collective allgather --min-bytes 4Ki --max-bytes 1Mi --step 4
         --warmup 5 --iters 20 --block 5 --algorithms mpi,auto)
 # bytes, algorithm (auto: the plan it ran), median us, speedup over mpi
