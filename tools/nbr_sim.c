@@ -47,6 +47,8 @@ typedef struct options {
     int step;               /* sizes grow by this factor */
     const char *algorithms[MAX_ALGORITHMS];
     int num_algorithms;
+    int shown[MAX_ALGORITHMS]; /* rows printed; the others only inform auto's row */
+    int auto_listed;           /* --algorithms named auto */
     const char *csv;
     const char *matrix;     /* nbr_spmm's exchange of this file instead */
     int cols;               /* its dense columns */
@@ -79,6 +81,8 @@ static void usage(FILE *out)
             "  --min-bytes B --max-bytes B  per-neighbor block sizes [8, 16Mi]\n"
             "  --step F               sizes grow by this factor [4]\n"
             "  --algorithms A,B,...   [every algorithm of the build: %s]\n"
+            "                         naming auto prices every plan for its row and\n"
+            "                         prints only the named rows beside it\n"
             "output:\n"
             "  --csv FILE             also write results to FILE\n",
             nbr_algorithm_names());
@@ -121,6 +125,10 @@ static int apply(const char *name, const char *val, void *ctx, char *err, size_t
         o->num_algorithms = 0;
         for (char *list = strdup(val), *save = NULL, *a = strtok_r(list, ",", &save); a;
              a = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(a, NBR_AUTO_NAME)) {
+                o->auto_listed = 1;
+                continue;
+            }
             if (!nbr_algorithm_find(a) || o->num_algorithms == MAX_ALGORITHMS) {
                 snprintf(err, errlen, "unknown algorithm '%s' (known: %s)", a,
                          nbr_algorithm_names());
@@ -336,13 +344,32 @@ int main(int argc, char **argv)
         usage(stderr);
         return BH_EXIT_USAGE;
     }
-    /* every plan once: mpi's is naive's (the library posts it) */
-    int n_default = 0;
-    for (int i = 0; o.num_algorithms == 0 && i < nbr_algorithm_count(); i++)
-        if (!nbr_algorithm_at(i)->library)
-            o.algorithms[n_default++] = nbr_algorithm_at(i)->name;
-    if (o.num_algorithms == 0)
-        o.num_algorithms = n_default;
+    /* auto's row needs every plan auto prices, listed or not: then every
+     * plan is simulated once (mpi's is naive's: the library posts it) and
+     * only the listed rows are printed */
+    for (int a = 0; a < o.num_algorithms; a++)
+        o.shown[a] = 1;
+    if (o.num_algorithms == 0 || o.auto_listed) {
+        const char *listed[MAX_ALGORITHMS];
+        int n_listed = o.num_algorithms;
+        memcpy(listed, o.algorithms, sizeof listed);
+        o.num_algorithms = 0;
+        for (int i = 0; i < nbr_algorithm_count() + n_listed; i++) {
+            const char *name = i < nbr_algorithm_count() ? nbr_algorithm_at(i)->name
+                                                         : listed[i - nbr_algorithm_count()];
+            if (i < nbr_algorithm_count() && nbr_algorithm_at(i)->library)
+                continue;
+            int in_list = 0, done = 0;
+            for (int k = 0; k < n_listed; k++)
+                in_list |= !strcmp(listed[k], name);
+            for (int k = 0; k < o.num_algorithms; k++)
+                done |= !strcmp(o.algorithms[k], name);
+            if (done || o.num_algorithms == MAX_ALGORITHMS)
+                continue;
+            o.shown[o.num_algorithms] = in_list || (n_listed == 0 && !o.auto_listed);
+            o.algorithms[o.num_algorithms++] = name;
+        }
+    }
 
     nbr_machine_t machine;
     nbr_graph_t graph = {0};
@@ -471,6 +498,8 @@ int main(int argc, char **argv)
         for (int a = 0; a <= n_rows && status == 0; a++) {
             if (a == n_rows && pick < 0)
                 break;
+            if (a < n_rows && !o.shown[a])
+                continue;
             const row_t *w = &rows[a < n_rows ? a : pick];
             const char *name = a < n_rows ? w->algorithm->name : NBR_AUTO_NAME;
             double speedup = naive > 0 ? naive / w->seconds : 0;
