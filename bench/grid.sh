@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# grid.sh: the bench grid of issue 12. Times mpi, naive, halving, combining,
+# grid.sh: the allgather grid. Times mpi, naive, halving, combining,
 # leader and auto (interleaved, checked bit-exact first) over RSG densities
 # and Moore stencils, sizes in powers of 4, on the emulated 4 x 4 cluster
 # (bench/cluster/local-cluster.sh, as root) and on one node of 8 ranks; asks
