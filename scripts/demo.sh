@@ -31,11 +31,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DNBR_BUILD_TESTS=OFF \
   -DNBR_BUILD_BENCH=ON -DNBR_ENABLE_HIP=OFF -DNBR_ENABLE_CUDA=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target nbr_bench nbr_sim nbrcoll_mpi >/dev/null
 bench=$build/bench/nbr_bench
-sim=""
-for f in "$build/tools/nbr_sim" "$build/bench/nbr_sim"; do
-  if [[ -x $f ]]; then sim=$f; break; fi
-done
-[[ -n $sim ]] || { echo "demo: nbr_sim not found in $build/tools or $build/bench" >&2; exit 1; }
+sim=$build/tools/nbr_sim
 rm -rf "$out"
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -76,36 +72,34 @@ if awk '{i[NR] = $1; t[NR] = $2} END { exit !(t[2] > t[1] && (i[2] - i[1]) / (t[
   echo "demo: warning: this host is busy (under half its CPU time idle); the timings below are slowed and noisy"
 fi
 
+# One launcher for either path; the rest of a graph's run is the same.
 if [[ -z $why ]]; then
   nodes=4 rpn=4
   where="on $nodes emulated nodes"
   echo "demo: $nodes emulated nodes x $rpn ranks, 1 Gbit/s links (bench/cluster/local-cluster.sh)"
-  for g in "${graphs[@]}"; do
-    read -r name args <<<"$g"
-    echo "demo: $name"
-    # shellcheck disable=SC2086 # $args: the graph's options, split on purpose
-    NBR_MACHINE=topo/emulated-4x4-1gbit.machine bench/cluster/local-cluster.sh "$nodes" "$rpn" \
-      "$bench" $args "${timing[@]}" --csv "$out/$name.csv" >"$out/$name.txt" 2>&1 ||
-      { cat "$out/$name.txt" >&2; exit 1; }
-    table "$out/$name.txt"
-  done
+  launch=(env NBR_MACHINE=topo/emulated-4x4-1gbit.machine bench/cluster/local-cluster.sh "$nodes" "$rpn")
+  layout=()
 else
   nodes=4 rpn=2
   where="on $nodes virtual nodes of one machine"
   echo "demo: no emulated cluster: $why; running on $nodes virtual nodes of $rpn ranks on this machine, and nbr_sim's prediction for a Frontier-like machine"
-  for g in "${graphs[@]}"; do
-    read -r name args <<<"$g"
-    echo "demo: $name"
-    # shellcheck disable=SC2086
-    mpirun --oversubscribe -np $((nodes * rpn)) "$bench" $args --ranks-per-node "$rpn" \
-      "${timing[@]}" --csv "$out/$name.csv" >"$out/$name.txt"
-    table "$out/$name.txt"
+  launch=(mpirun --oversubscribe -np $((nodes * rpn)))
+  layout=(--ranks-per-node "$rpn")
+fi
+for g in "${graphs[@]}"; do
+  read -r name args <<<"$g"
+  echo "demo: $name"
+  # shellcheck disable=SC2086 # $args: the graph's options, split on purpose
+  "${launch[@]}" "$bench" $args "${layout[@]}" "${timing[@]}" --csv "$out/$name.csv" \
+    >"$out/$name.txt" 2>&1 || { cat "$out/$name.txt" >&2; exit 1; }
+  table "$out/$name.txt"
+  if [[ -n $why ]]; then
     # shellcheck disable=SC2086
     "$sim" --machine topo/frontier-slingshot.machine --node-model topo/frontier-mi250x.topo \
-      --ranks 512 --ranks-per-node 8 $args --collective allgather \
+      --ranks 512 --ranks-per-node 8 $args --collective allgather --algorithms mpi,auto \
       --min-bytes 64 --max-bytes 1Mi --step 4 --csv "$out/$name-frontier.csv" >"$out/$name-frontier.txt"
-  done
-fi
+  fi
+done
 # one CSV (one header), so that the plot shows both graphs side by side
 {
   head -n 1 "$out/${graphs[0]%% *}.csv"
@@ -159,7 +153,7 @@ for name in names:
         sim = list(csv.DictReader(open("%s/%s-frontier.csv" % (out, name))))
     except FileNotFoundError:
         continue
-    # naive's row is MPI's own collective (one message per edge)
+    # the speedup over naive's plan: MPI's own collective (one message per edge)
     ys = [float(r["speedup_vs_naive"]) for r in sim if r["algorithm"] == "auto"]
     if ys:
         predicted.append("%s (%s)" % (span(ys), label(name)))

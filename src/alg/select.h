@@ -7,6 +7,7 @@
 #define NBR_SELECT_H
 
 #include "alg/registry.h"
+#include "base/settings.h"
 
 /* The name users give for automatic selection (nbr_algorithm=auto). */
 #define NBR_AUTO_NAME "auto"
@@ -16,8 +17,8 @@
  * is not a measurement, and losing to MPI is worse than not winning. */
 #define NBR_SELECT_MARGIN 0.10
 
-/* nbr_auto_whole_graph_ranks when not configured. */
-#define NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT 1024
+/* nbr_auto_whole_graph_ranks when not configured (the settings table's). */
+#define NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT NBR_SETTING_AUTO_WHOLE_GRAPH_RANKS_DEFAULT
 
 /* nbr_auto_trials when not configured: the fewest blocking calls timed on
  * each side of auto's trial (front/select.h); with fewer, one plan's
@@ -27,8 +28,8 @@
  * larger the share of the machine's jitter in its time, and the less a
  * trial call costs. 100 calls of 20 us take 2 ms; calls of about 1.5 ms get
  * about 50, a third of a second a signature (docs/decisions.md, D7). */
-#define NBR_AUTO_TRIALS_DEFAULT 5
-#define NBR_AUTO_TRIALS_MAX 100
+#define NBR_AUTO_TRIALS_DEFAULT NBR_SETTING_AUTO_TRIALS_DEFAULT
+#define NBR_AUTO_TRIALS_MAX NBR_SETTING_AUTO_TRIALS_MAX
 #define NBR_TRIAL_SIDE_SECONDS 0.1
 
 /* auto's fallback, the plan MPI itself runs: where the MPI library can run

@@ -27,12 +27,6 @@ static int load_algorithm(MPI_Info info, const nbr_algorithm_t **algorithm)
 /* nbr_memory's words are in the mode's order (settings_table.def). */
 _Static_assert(NBR_MEMORY_AUTO == 0 && NBR_MEMORY_HOST == 1 && NBR_MEMORY_DEVICE == 2,
                "nbr_memory's words follow nbr_memory_mode_t");
-/* Constants named elsewhere that must be the table's. */
-_Static_assert(NBR_AUTO_TRIALS_DEFAULT == NBR_SETTING_AUTO_TRIALS_DEFAULT &&
-                   NBR_AUTO_TRIALS_MAX == NBR_SETTING_AUTO_TRIALS_MAX,
-               "nbr_auto_trials: select.h and settings_table.def disagree");
-_Static_assert(NBR_AUTO_WHOLE_GRAPH_RANKS_DEFAULT == NBR_SETTING_AUTO_WHOLE_GRAPH_RANKS_DEFAULT,
-               "nbr_auto_whole_graph_ranks: select.h and settings_table.def disagree");
 
 static int load_memory(MPI_Info info, nbr_memory_mode_t *mode)
 {
